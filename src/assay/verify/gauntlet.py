@@ -1,0 +1,210 @@
+"""The correctness gauntlet: run the case plan through the worker, compare, find the minimal failure."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from assay.sandbox.process import Worker, WorkerDied
+from assay.task.spec import Task, parse_dtype
+from assay.verdict import Category, Finding, StageResult, Status
+from assay.verify import compare as cmp
+from assay.verify.cases import SIMPLICITY, Budget, Case, Plan, iter_shrinks, plan_cases
+from assay.verify.inputs import make_inputs
+from assay.verify.reference import ReferenceError_, run_reference
+
+MIN_CASES = 12  # run at least this many (and every workload) even past the time budget
+MAX_FAILURES = 6  # after this many failing cases, stop exploring and minimise
+
+
+@dataclass
+class Outcome:
+    case: Case
+    status: str  # pass | fail | skip
+    category: Category | None = None
+    message: str = ""
+    max_abs_err: float = 0.0
+    norm_err: float = 0.0
+    where: str = ""
+    outputs_meta: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.case.dims.values()) if self.case.dims else 1
+
+    def finding(self, minimal: bool = False) -> Finding:
+        c = self.case
+        ev = {"case": c.token(), "kind": c.kind, "dims": c.dims, "dtype": c.dtype, "values": c.values,
+              "layouts": list(c.layouts), "seed": c.seed, "max_abs_err": self.max_abs_err,
+              "norm_err": self.norm_err, "where": self.where}
+        head = "minimal failing case" if minimal else "failing case"
+        dims = ", ".join(f"{k}={v}" for k, v in c.dims.items())
+        msg = f"{head} [{c.dtype}; {dims}; {c.values}; {'+'.join(c.layouts)}]: {self.message}"
+        if self.where:
+            msg += f" ({self.where})"
+        return Finding(category=self.category or Category.correctness, message=msg, rejects=True, evidence=ev)
+
+
+class CandidateCrashed(Exception):
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(finding.message)
+        self.finding = finding
+
+
+def run_case(task: Task, case: Case, worker: Worker, device: str, timeout: float) -> Outcome:
+    inputs = make_inputs(task, case)
+    try:
+        ref = run_reference(task, case, inputs, device)
+    except ReferenceError_ as e:
+        return Outcome(case, "skip", message=f"reference rejects this case: {e}")
+    try:
+        resp = worker.request({"op": "run", "init": ref.init, "inputs": inputs}, timeout)
+    except WorkerDied as e:
+        raise CandidateCrashed(_died(e, case)) from None
+    if not resp.get("ok"):
+        cat = Category.build if resp.get("build") else Category.robustness
+        if resp.get("cuda_error"):
+            worker.kill()  # CUDA errors are sticky: this process is finished
+        f = Finding(category=cat, rejects=True,
+                    message=f"candidate raised on case [{case.key()}]: {resp.get('error', '?')}",
+                    evidence={"case": case.token(), "traceback": resp.get("traceback", "")})
+        raise CandidateCrashed(f)
+    return judge(task, case, ref.out64, ref.out_d, resp, device)
+
+
+def judge(task: Task, case: Case, out64: list[Any], out_d: list[Any], resp: dict[str, Any], device: str) -> Outcome:
+    outs, meta = resp.get("outputs") or [], resp.get("meta") or []
+    o = Outcome(case, "pass", outputs_meta=meta)
+    if len(outs) != len(out64) or len(meta) != len(outs):
+        return _fail(o, Category.metadata, f"returned {len(outs)} outputs, the reference returns {len(out64)}")
+    mutated = resp.get("mutated") or []
+    if mutated and not task.mutates_inputs:
+        return _fail(o, Category.integrity, f"mutated input(s) {mutated}, which the contract forbids")
+    for i, (got, m, r64, rd) in enumerate(zip(outs, meta, out64, out_d)):
+        if not isinstance(rd, torch.Tensor):
+            continue
+        if not m.get("exact") or got is None:
+            return _fail(o, Category.integrity, f"output {i} is a {m.get('type')}, not a plain torch.Tensor")
+        if m.get("aliases") and not task.mutates_inputs:
+            return _fail(o, Category.integrity, f"output {i} shares storage with input(s) {m['aliases']}")
+        if list(got.shape) != list(rd.shape):
+            return _fail(o, Category.metadata, f"output {i} has shape {list(got.shape)}, expected {list(rd.shape)}")
+        if got.dtype != rd.dtype:
+            return _fail(o, Category.metadata, f"output {i} has dtype {got.dtype}, expected {rd.dtype}")
+        if m.get("device") != device:
+            return _fail(o, Category.metadata, f"output {i} is on {m.get('device')}, expected {device}")
+        tol = _tolerance(task, rd.dtype, r64, rd)
+        c = cmp.compare(got, r64, tol)
+        o.max_abs_err = max(o.max_abs_err, c.max_abs_err)
+        o.norm_err = max(o.norm_err, c.norm_err)
+        if not c.ok:
+            o.where = c.where
+            return _fail(o, Category.correctness, f"output {i}: {c.message}; max abs error {c.max_abs_err:.3g}")
+    return o
+
+
+def _tolerance(task: Task, dtype: torch.dtype, r64: torch.Tensor, rd: torch.Tensor) -> cmp.Tolerance:
+    if isinstance(task.tolerance, dict):
+        name = str(dtype).removeprefix("torch.")
+        if name in task.tolerance:
+            atol, rtol = task.tolerance[name]
+            return cmp.fixed(dtype, float(atol), float(rtol))
+    return cmp.calibrate(dtype, r64, rd)
+
+
+def _fail(o: Outcome, cat: Category, msg: str) -> Outcome:
+    o.status, o.category, o.message = "fail", cat, msg
+    return o
+
+
+def _died(e: WorkerDied, case: Case) -> Finding:
+    what = {"timeout": "hung", "crash": "crashed", "protocol": "broke the worker protocol"}.get(e.kind, e.kind)
+    return Finding(category=Category.robustness, rejects=True,
+                   message=f"candidate {what} on case [{case.key()}]: {e.message}",
+                   evidence={"case": case.token(), "output_tail": e.output[-2000:]})
+
+
+def run_gauntlet(task: Task, worker: Worker, device: str, secret: bytes, time_budget: float,
+                 case_timeout: float, replay: Case | None = None,
+                 log: Callable[[str], None] | None = None, budget: Budget | None = None) -> StageResult:
+    t0 = time.monotonic()
+    plan = Plan([replay]) if replay else plan_cases(task, device, secret, budget)
+    if log:
+        log(f"case plan ({len(plan.cases)} cases, budget {time_budget:.0f} s):")
+        for line in plan.describe():
+            log("  " + line)
+        for n in plan.notes:
+            log("  note: " + n)
+    outcomes: list[Outcome] = []
+    stage = StageResult(name="correctness", status=Status.passed)
+    try:
+        for case in plan.cases:
+            elapsed = time.monotonic() - t0
+            if elapsed > time_budget and len(outcomes) >= MIN_CASES and case.kind != "workload":
+                break
+            out = run_case(task, case, worker, device, case_timeout)
+            outcomes.append(out)
+            if log:
+                log(f"  {out.status:4s} {case.key()} {out.message}")
+            if sum(o.status == "fail" for o in outcomes) >= MAX_FAILURES:
+                break
+        failures = [o for o in outcomes if o.status == "fail"]
+        if failures:
+            best = _minimise(task, failures, worker, device, case_timeout, deadline=time.monotonic() + max(5.0, time_budget / 3))
+            stage.status = Status.failed
+            stage.findings.append(best.finding(minimal=True))
+            kinds = {(o.category, o.message.split(":")[0]) for o in failures if o is not best}
+            for o in failures[:3]:
+                if o is not best and (o.category, o.message.split(":")[0]) in kinds:
+                    stage.findings.append(o.finding().model_copy(update={"rejects": False}))
+    except CandidateCrashed as e:
+        stage.status = Status.failed
+        stage.findings.append(e.finding)
+    stage.seconds = time.monotonic() - t0
+    stage.evidence = {
+        "planned": len(plan.cases),
+        "ran": len(outcomes),
+        "passed": sum(o.status == "pass" for o in outcomes),
+        "failed": sum(o.status == "fail" for o in outcomes),
+        "skipped_by_reference": sum(o.status == "skip" for o in outcomes),
+        "kinds": sorted({o.case.kind for o in outcomes}),
+        "notes": plan.notes,
+        "max_abs_err": max((o.max_abs_err for o in outcomes), default=0.0),
+        "max_norm_err": max((o.norm_err for o in outcomes), default=0.0),
+        "output_strides": [m.get("stride") for m in (outcomes[0].outputs_meta if outcomes else [])],
+    }
+    return stage
+
+
+def _minimise(task: Task, failures: list[Outcome], worker: Worker, device: str, timeout: float,
+              deadline: float) -> Outcome:
+    """The smallest shape and simplest value class that still fails (bounded search)."""
+    best = min(failures, key=lambda o: (o.numel, SIMPLICITY.get(o.case.values, 9)))
+    if best.case.values != "normal" and best.category is Category.correctness:
+        trial = run_case(task, _with(best.case, values="normal"), worker, device, timeout)
+        if trial.status == "fail":
+            best = trial
+    improved = True
+    while improved and time.monotonic() < deadline:
+        improved = False
+        for smaller in iter_shrinks(task, best.case):
+            if time.monotonic() > deadline:
+                break
+            trial = run_case(task, smaller, worker, device, timeout)
+            if trial.status == "fail" and trial.category == best.category:
+                best, improved = trial, True
+                break
+    return best
+
+
+def _with(case: Case, **kw: Any) -> Case:
+    from dataclasses import replace
+
+    return replace(case, **kw)
+
+
+__all__ = ["run_gauntlet", "run_case", "Outcome", "parse_dtype"]
