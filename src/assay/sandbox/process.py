@@ -69,17 +69,24 @@ def clean_env(extra: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if not any(w in k.upper() for w in ENV_DENY_WORDS)}
 
 
-@lru_cache(maxsize=1)
-def unshare_prefix() -> tuple[str, ...]:
-    """The namespace wrapper this host allows, or () when none works."""
+_CUDA_PROBE = "import ctypes,sys; sys.exit(ctypes.CDLL('libcuda.so.1').cuInit(0))"
+
+
+@lru_cache(maxsize=4)
+def unshare_prefix(device: str = "cpu") -> tuple[str, ...]:
+    """The strongest namespace wrapper this host allows (and, for cuda, where CUDA still
+    initialises: the driver fails with error 304 inside a user namespace), or ()."""
     exe = shutil.which("unshare")
     if not exe:
         return ()
-    for args in (("--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child"),
-                 ("--net", "--pid", "--fork", "--kill-child")):
+    plain = ("--net", "--pid", "--fork", "--kill-child")
+    userns = ("--user", "--map-root-user", *plain)
+    options = (plain, userns) if os.geteuid() == 0 else (userns,)
+    probe = (sys.executable, "-c", _CUDA_PROBE) if device == "cuda" else ("true",)
+    for args in options:
         cmd = (exe, *args, "--")
         try:
-            r = subprocess.run((*cmd, "true"), capture_output=True, timeout=10)
+            r = subprocess.run((*cmd, *probe), capture_output=True, timeout=30)
         except (OSError, subprocess.TimeoutExpired):
             continue
         if r.returncode == 0:
@@ -152,7 +159,7 @@ class Worker:
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
         env.update(self.extra_env)
-        prefix = unshare_prefix()
+        prefix = unshare_prefix(self.device)
         if not prefix:
             env["ASSAY_NET_GUARD"] = "python"
         cgroup = _make_cgroup(self.limits)

@@ -12,7 +12,8 @@ from assay.task.spec import POSITIVE, REAL, UNIT, Dim, Domain, Input, Task, Work
 
 __all__ = ["Task", "Dim", "Domain", "Input", "Workload", "REAL", "POSITIVE", "UNIT", "load_task"]
 
-_KB = re.compile(r"^def get_inputs\s*\(", re.M)
+# get_init_inputs too, so a problem that lacks get_inputs is reported as such
+_KB = re.compile(r"^def get_(?:init_)?inputs\s*\(", re.M)
 
 
 def load_task(path: str | Path, sidecar: str | Path | None = None) -> Task:

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from assay.errors import TaskError
-from assay.task.modload import import_file
+from assay.task.modload import import_file, one_line
 from assay.task.spec import Dim, Domain, Input, Task, Workload, dtype_name
 
 PROBE_MAX_NUMEL = 1 << 22
@@ -87,7 +87,7 @@ def load_kernelbench(path: Path, sidecar: Path | None = None) -> Task:
     try:
         default_inputs = prob.meta_inputs({})
     except Exception as e:
-        raise TaskError(f"get_inputs() failed: {type(e).__name__}: {e}", str(path)) from None
+        raise TaskError(one_line(f"get_inputs() failed: {type(e).__name__}: {e}"), str(path)) from None
     if not default_inputs:
         raise TaskError("get_inputs() returned no inputs", str(path))
     base_shapes = _shapes(default_inputs)
@@ -145,6 +145,8 @@ def load_kernelbench(path: Path, sidecar: Path | None = None) -> Task:
     if fixed:
         task.notes.append(f"constants held fixed (they do not change input shapes): {', '.join(fixed)}")
     _infer_domains(task, prob)
+    if sidecar is not None and not sidecar.is_file():
+        raise TaskError("no such sidecar file", str(sidecar))
     sidecar = sidecar or path.with_suffix(".assay.json")
     if sidecar.is_file():
         _apply_sidecar(task, sidecar)
@@ -209,16 +211,21 @@ def _f64(x: Any) -> Any:
 def _apply_sidecar(task: Task, sidecar: Path) -> None:
     try:
         data = json.loads(sidecar.read_text())
-    except (OSError, json.JSONDecodeError) as e:
+    except (OSError, ValueError) as e:  # ValueError: JSONDecodeError, UnicodeDecodeError
         raise TaskError(f"invalid JSON: {e}", str(sidecar)) from None
     if not isinstance(data, dict):
         raise TaskError("sidecar must be a JSON object", str(sidecar))
     try:
+        for section in ("inputs", "dims"):
+            if not isinstance(data.get(section) or {}, dict):
+                raise TaskError(f"sidecar {section!r} must be a JSON object")
         inputs = list(task.inputs)
         for key, spec in (data.get("inputs") or {}).items():
             idx = next((i for i, inp in enumerate(inputs) if inp.name == key or str(i) == key), None)
             if idx is None:
                 raise TaskError(f"sidecar names unknown input {key!r}")
+            if not isinstance(spec, dict):
+                raise TaskError(f"sidecar input {key!r} must be a JSON object")
             old = inputs[idx]
             dom = spec.get("domain")
             inputs[idx] = Input(
@@ -226,8 +233,8 @@ def _apply_sidecar(task: Task, sidecar: Path) -> None:
                 old.shape,
                 dtype=old.dtype,
                 domain=Domain(float(dom[0]), float(dom[1])) if dom else old.domain,
-                layouts=tuple(spec.get("layouts", old.layouts)),
-                special=tuple(spec.get("special", old.special)),
+                layouts=_names(spec.get("layouts", old.layouts)),
+                special=_names(spec.get("special", old.special)),
             )
         task.inputs = tuple(inputs)
         for k, rng in (data.get("dims") or {}).items():
@@ -243,6 +250,11 @@ def _apply_sidecar(task: Task, sidecar: Path) -> None:
         task.__post_init__()
     except TaskError as e:
         raise e.at(str(sidecar)) from None
-    except (KeyError, TypeError, ValueError, IndexError) as e:
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         raise TaskError(f"malformed sidecar: {type(e).__name__}: {e}", str(sidecar)) from None
     task.notes.append(f"sidecar applied: {sidecar.name}")
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """A list of names from the sidecar; a lone string is one name, not its characters."""
+    return (value,) if isinstance(value, str) else tuple(value)

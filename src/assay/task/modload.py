@@ -11,6 +11,12 @@ from types import ModuleType
 from assay.errors import UserError
 
 
+def one_line(text: str, limit: int = 500) -> str:
+    """A message as one line (errors are printed as exactly one line)."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def import_file(path: Path, error: type[UserError]) -> ModuleType:
     if not path.is_file():
         raise error("no such file", str(path))
@@ -21,7 +27,8 @@ def import_file(path: Path, error: type[UserError]) -> ModuleType:
     try:
         code = compile(source, str(path), "exec")
     except SyntaxError as e:
-        raise error(f"syntax error at line {e.lineno}: {e.msg}", str(path)) from None
+        where = f" at line {e.lineno}" if e.lineno else ""
+        raise error(one_line(f"syntax error{where}: {e.msg}"), str(path)) from None
     name = f"assay_user_{uuid.uuid4().hex[:12]}"
     spec = importlib.util.spec_from_loader(name, loader=None, origin=str(path))
     assert spec is not None
@@ -31,9 +38,11 @@ def import_file(path: Path, error: type[UserError]) -> ModuleType:
     try:
         exec(code, module.__dict__)
     except UserError as e:
-        raise e.at(str(path)) from None
-    except Exception as e:  # the user's file raised while loading
-        raise error(f"raised {type(e).__name__} while loading: {e}", str(path)) from None
+        raise type(e)(one_line(e.message), str(path)) from None
+    except (Exception, SystemExit) as e:  # the user's file raised (or called sys.exit) while loading
+        detail = one_line(str(e))
+        raise error(f"raised {type(e).__name__} while loading" + (f": {detail}" if detail else ""),
+                    str(path)) from None
     finally:
         sys.modules.pop(name, None)
     return module

@@ -1,0 +1,142 @@
+"""The `assay` command line. Exit codes: 0 accepted, 1 rejected, 2 user error."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from assay.config import CheckConfig, default_db_url
+from assay.errors import UserError
+from assay.verdict import Status, Verdict
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Make GPU kernels faster and prove it.")
+err = Console(stderr=True)
+out = Console()
+
+
+def _fail(e: UserError) -> None:
+    err.print(f"assay: error: {e}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+@app.command()
+def check(
+    candidate: Path = typer.Argument(..., help="candidate file (ModelNew or the task's entry function)"),
+    task: Path = typer.Option(..., "--task", "-t", help="native task file or KernelBench problem"),
+    json_out: bool = typer.Option(False, "--json", help="print exactly the JSON verdict on stdout"),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu or cuda (default: cuda when available)"),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="print the case plan and each case"),
+    time_budget: float = typer.Option(20.0, "--time-budget", help="seconds for correctness cases"),
+    case_timeout: float = typer.Option(60.0, "--case-timeout", help="seconds per call before the worker is killed"),
+    replay: Optional[str] = typer.Option(None, "--replay", help="run only this case token (from a verdict)"),
+    require_kernel: bool = typer.Option(False, "--require-kernel", help="reject plain-torch candidates"),
+    db: str = typer.Option(default_db_url(), "--db", help="SQLAlchemy URL of the store (env ASSAY_DB)"),
+    no_store: bool = typer.Option(False, "--no-store", help="do not record this check"),
+) -> None:
+    """Run the whole gauntlet for one candidate against one task."""
+    from assay.evaluate import check as run_check
+    from assay.store.db import Store
+
+    if device not in (None, "cpu", "cuda"):
+        _fail(UserError(f"--device must be cpu or cuda, not {device!r}"))
+    try:
+        cfg = CheckConfig.for_device(device, time_budget=time_budget, case_timeout=case_timeout,
+                                     replay=replay, require_custom_kernel=require_kernel)
+        if cfg.device == "cuda":
+            import torch
+
+            if not torch.cuda.is_available():
+                raise UserError("--device cuda, but no CUDA device is available")
+        store = None if no_store else Store(db)
+        log = (lambda s: err.print(s, markup=False, highlight=False)) if verbose else None
+        verdict = run_check(candidate, task, config=cfg, log=log)
+        if store is not None:
+            verdict_id = store.record(verdict, Path(task).read_text(), Path(candidate).read_text())
+            if not json_out:
+                err.print(f"recorded as check {verdict_id} in {db}", style="dim", markup=False)
+    except UserError as e:
+        _fail(e)
+        return
+    if json_out:
+        sys.stdout.write(verdict.model_dump_json(indent=2) + "\n")
+    else:
+        print_verdict(verdict)
+    raise typer.Exit(0 if verdict.accepted else 1)
+
+
+def print_verdict(v: Verdict) -> None:
+    head = "[bold green]ACCEPTED[/]" if v.accepted else "[bold red]REJECTED[/]"
+    c = v.candidate
+    out.print(f"{head}  {c.get('path')}  ({c.get('language')}: {c.get('label')})  task {v.task.get('name')}"
+              f"  on {v.device}  in {v.seconds:.1f} s")
+    table = Table(show_header=True, header_style="bold")
+    for col in ("stage", "status", "seconds", "detail"):
+        table.add_column(col)
+    colors = {Status.passed: "green", Status.failed: "red", Status.warning: "yellow", Status.skipped: "dim"}
+    for s in v.stages:
+        detail = ""
+        if s.name == "correctness" and s.evidence:
+            e = s.evidence
+            detail = f"{e.get('passed', 0)}/{e.get('ran', 0)} cases passed ({e.get('planned', 0)} planned)"
+        elif s.name == "static_scan":
+            detail = f"{len(s.findings)} findings"
+        elif s.name == "build" and s.evidence:
+            detail = "cache hit" if s.evidence.get("cache_hit") else ""
+        table.add_row(s.name, f"[{colors[s.status]}]{s.status.value}[/]", f"{s.seconds:.2f}", detail)
+    out.print(table)
+    for r in v.reasons:
+        out.print(f"[red]{r.category.value}[/]: ", end="")
+        out.print(r.message, markup=False, highlight=False)
+    for s in v.stages:
+        for f in s.findings:
+            if not f.rejects:
+                out.print(f"[yellow]{s.name}[/] ({f.category.value}): ", end="")
+                out.print(f.message, markup=False, highlight=False)
+
+
+@app.command()
+def history(
+    limit: int = typer.Option(20, "--limit", "-n"),
+    db: str = typer.Option(default_db_url(), "--db", help="SQLAlchemy URL of the store"),
+) -> None:
+    """List recent checks from the store."""
+    from assay.store.db import Store
+
+    try:
+        rows = Store(db).history(limit)
+    except UserError as e:
+        _fail(e)
+        return
+    table = Table("id", "when", "task", "candidate", "lang", "device", "verdict", "reasons", "s")
+    for r in rows:
+        table.add_row(str(r["id"]), r["created"], r["task"], r["candidate"], r["language"], r["device"],
+                      "[green]accepted[/]" if r["accepted"] else "[red]rejected[/]", r["categories"], str(r["seconds"]))
+    out.print(table)
+
+
+@app.command()
+def show(
+    check_id: int = typer.Argument(..., help="check id from `assay history`"),
+    db: str = typer.Option(default_db_url(), "--db"),
+) -> None:
+    """Print one recorded verdict as JSON."""
+    from assay.store.db import Store
+
+    try:
+        v = Store(db).verdict(check_id)
+    except UserError as e:
+        _fail(e)
+        return
+    if v is None:
+        _fail(UserError(f"no check with id {check_id}", db))
+        return
+    sys.stdout.write(v.model_dump_json(indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    app()
