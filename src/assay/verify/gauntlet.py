@@ -73,12 +73,16 @@ def run_case(task: Task, case: Case, worker: Worker, device: str, timeout: float
                     message=f"candidate raised on case [{case.key()}]: {resp.get('error', '?')}",
                     evidence={"case": case.token(), "traceback": resp.get("traceback", "")})
         raise CandidateCrashed(f)
-    return judge(task, case, ref.out64, ref.out_d, resp, device)
+    return judge(task, case, ref.out64, ref.out_d, resp, device, ref_tuple=ref.is_tuple)
 
 
-def judge(task: Task, case: Case, out64: list[Any], out_d: list[Any], resp: dict[str, Any], device: str) -> Outcome:
+def judge(task: Task, case: Case, out64: list[Any], out_d: list[Any], resp: dict[str, Any], device: str,
+          ref_tuple: bool | None = None) -> Outcome:
     outs, meta = resp.get("outputs") or [], resp.get("meta") or []
     o = Outcome(case, "pass", outputs_meta=meta)
+    if ref_tuple is not None and bool(resp.get("tuple")) != ref_tuple:
+        got, want = ("a tuple", "a single tensor") if resp.get("tuple") else ("a single tensor", "a tuple")
+        return _fail(o, Category.metadata, f"returned {got}, the reference returns {want}")
     if len(outs) != len(out64) or len(meta) != len(outs):
         return _fail(o, Category.metadata, f"returned {len(outs)} outputs, the reference returns {len(out64)}")
     mutated = resp.get("mutated") or []

@@ -19,6 +19,7 @@ class RefResult:
     out64: list[Any]  # fp64 outputs (exact dtypes kept), on CPU
     out_d: list[Any]  # the reference in the test dtype, on CPU
     init: dict[str, Any] | None  # what the candidate's ModelNew is constructed with
+    is_tuple: bool = False  # the reference returns a tuple/list (not a bare tensor)
 
 
 class ReferenceError_(Exception):
@@ -45,12 +46,13 @@ def run_reference(task: Task, case: Case, inputs: list[Any], device: str) -> Ref
             ref64_fn = ref_d_fn = task.reference
         with torch.no_grad():
             x64 = [_f64(x, device) for x in inputs]
-            out64 = [_cpu(o) for o in as_list(ref64_fn(*x64))]
+            raw64 = ref64_fn(*x64)
+            out64 = [_cpu(o) for o in as_list(raw64)]
             xd = [x.to(device).clone() if isinstance(x, torch.Tensor) else x for x in inputs]
             out_d = [_cpu(o) for o in as_list(ref_d_fn(*xd))]
     except (RuntimeError, ValueError, IndexError, TypeError) as e:
         raise ReferenceError_(f"{type(e).__name__}: {e}") from None
-    return RefResult(out64, out_d, init)
+    return RefResult(out64, out_d, init, isinstance(raw64, (tuple, list)))
 
 
 def _f64(x: Any, device: str) -> Any:

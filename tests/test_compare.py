@@ -1,0 +1,51 @@
+import torch
+
+from assay.verify import compare as cmp
+
+
+def test_all_zeros_fail_tiny_outputs_via_norm_check():
+    ref = torch.softmax(torch.randn(8, 4096, dtype=torch.float64), -1)  # every value ~2.4e-4
+    tol = cmp.calibrate(torch.float32, ref, ref.float())
+    c = cmp.compare(torch.zeros(8, 4096), ref, tol)
+    assert not c.ok
+    assert "relative norm error" in c.message
+
+
+def test_summation_order_noise_passes():
+    x = torch.randn(16, 3000, dtype=torch.float64)
+    ref = x.sum(-1)
+    other = x.float().flip(-1).cumsum(-1)[:, -1]  # different order, fp32
+    tol = cmp.calibrate(torch.float32, ref, x.float().sum(-1))
+    assert cmp.compare(other, ref, tol).ok
+
+
+def test_low_precision_accumulation_fails_fp32():
+    x = torch.randn(16, 3000, dtype=torch.float64)
+    tol = cmp.calibrate(torch.float32, x.sum(-1), x.float().sum(-1))
+    bad = x.to(torch.bfloat16).sum(-1).float()
+    assert not cmp.compare(bad, x.sum(-1), tol).ok
+
+
+def test_nan_and_inf_must_match_positions():
+    ref = torch.tensor([1.0, float("nan"), float("inf"), -float("inf")], dtype=torch.float64)
+    tol = cmp.fixed(torch.float32, 1e-5, 1e-5)
+    assert cmp.compare(ref.float(), ref, tol).ok
+    assert not cmp.compare(torch.tensor([1.0, 0.0, float("inf"), -float("inf")]), ref, tol).ok
+    assert not cmp.compare(torch.tensor([1.0, float("nan"), float("inf"), float("inf")]), ref, tol).ok
+    assert not cmp.compare(torch.tensor([float("nan"), float("nan"), float("inf"), -float("inf")]), ref, tol).ok
+
+
+def test_exact_dtypes_compare_exactly():
+    ref = torch.tensor([1, 2, 3])
+    tol = cmp.calibrate(torch.int64, ref, ref)
+    assert cmp.compare(torch.tensor([1, 2, 3]), ref, tol).ok
+    assert not cmp.compare(torch.tensor([1, 2, 4]), ref, tol).ok
+
+
+def test_locate_names_the_last_columns():
+    mask = torch.zeros(64, 1000, dtype=torch.bool)
+    mask[:, -24:] = True
+    assert cmp.locate(mask).startswith("last 24 of 1000 columns, in all 64 rows")
+    mask = torch.zeros(64, 1000, dtype=torch.bool)
+    mask[3, 10:20] = True
+    assert "columns 10..19 of 1000" in cmp.locate(mask) and "in 1 of 64 rows" in cmp.locate(mask)
