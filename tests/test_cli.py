@@ -38,13 +38,26 @@ def run(args, env, cwd):
 
 
 def test_accepted_exit_0_json_is_exactly_the_verdict(env, tmp_path):
-    r = run(["check", "good.py", "--task", "task.py", "--device", "cpu", "--json", "--time-budget", "3"], env, tmp_path)
+    r = run(["check", "good.py", "--task", "task.py", "--device", "cpu", "--json", "--time-budget", "3",
+             "--allow-primitive"], env, tmp_path)
     assert r.returncode == 0, r.stderr
     v = json.loads(r.stdout)  # stdout holds nothing but the verdict
     assert v["accepted"] is True and v["schema_version"] == 1
     assert v["candidate"]["label"] == "existing primitive"
-    assert [s["name"] for s in v["stages"]] == ["static_scan", "build", "correctness"]
+    assert [s["name"] for s in v["stages"]] == ["static_scan", "build", "correctness", "integrity", "timing"]
+    timing = v["stages"][4]["evidence"]
+    assert timing["timer"] == "cpu perf_counter"
+    shape = timing["shapes"][0]
+    assert shape["candidate"]["n"] >= 10 and shape["speedup"]["eager"]["call"] in ("faster", "slower", "SAME")
+    assert shape["speedup"]["eager"]["lo"] <= shape["speedup"]["eager"]["estimate"] <= shape["speedup"]["eager"]["hi"]
     assert v["environment"]["torch"]
+
+
+def test_plain_torch_is_rejected_by_default_as_existing_primitive(env, tmp_path):
+    r = run(["check", "good.py", "--task", "task.py", "--device", "cpu", "--json", "--time-budget", "2"], env, tmp_path)
+    assert r.returncode == 1
+    v = json.loads(r.stdout)
+    assert v["reasons"][0]["category"] == "integrity" and "no custom kernel" in v["reasons"][0]["message"]
 
 
 def test_rejected_exit_1_with_minimal_failing_case(env, tmp_path):
@@ -77,7 +90,8 @@ def test_user_errors_exit_2_one_line_no_traceback(env, tmp_path, args, needle):
 
 
 def test_history_lists_recorded_checks(env, tmp_path):
-    run(["check", "good.py", "--task", "task.py", "--device", "cpu", "--time-budget", "2"], env, tmp_path)
+    run(["check", "good.py", "--task", "task.py", "--device", "cpu", "--time-budget", "2", "--allow-primitive",
+         "--no-timing"], env, tmp_path)
     r = run(["history"], env, tmp_path)
     assert r.returncode == 0 and "scale" in r.stdout and "accepted" in r.stdout
     r = run(["show", "1"], env, tmp_path)

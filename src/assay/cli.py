@@ -34,7 +34,9 @@ def check(
     time_budget: float = typer.Option(20.0, "--time-budget", help="seconds for correctness cases"),
     case_timeout: float = typer.Option(60.0, "--case-timeout", help="seconds per call before the worker is killed"),
     replay: Optional[str] = typer.Option(None, "--replay", help="run only this case token (from a verdict)"),
-    require_kernel: bool = typer.Option(False, "--require-kernel", help="reject plain-torch candidates"),
+    allow_primitive: bool = typer.Option(False, "--allow-primitive",
+                                         help="accept candidates whose work is done by torch library ops"),
+    timing: bool = typer.Option(True, "--timing/--no-timing", help="time the candidate against live baselines"),
     db: str = typer.Option(default_db_url(), "--db", help="SQLAlchemy URL of the store (env ASSAY_DB)"),
     no_store: bool = typer.Option(False, "--no-store", help="do not record this check"),
 ) -> None:
@@ -46,7 +48,7 @@ def check(
         _fail(UserError(f"--device must be cpu or cuda, not {device!r}"))
     try:
         cfg = CheckConfig.for_device(device, time_budget=time_budget, case_timeout=case_timeout,
-                                     replay=replay, require_custom_kernel=require_kernel)
+                                     replay=replay, require_custom_kernel=not allow_primitive, timing=timing)
         if cfg.device == "cuda":
             import torch
 
@@ -87,6 +89,10 @@ def print_verdict(v: Verdict) -> None:
             detail = f"{len(s.findings)} findings"
         elif s.name == "build" and s.evidence:
             detail = "cache hit" if s.evidence.get("cache_hit") else ""
+        elif s.name == "integrity" and s.evidence:
+            detail = ", ".join(f"{x['path']}" for x in s.evidence.get("shapes", []))
+        elif s.name == "timing" and s.evidence.get("geomean_speedup"):
+            detail = "speedup " + ", ".join(f"{k} {v:.3g}x" for k, v in s.evidence["geomean_speedup"].items())
         table.add_row(s.name, f"[{colors[s.status]}]{s.status.value}[/]", f"{s.seconds:.2f}", detail)
     out.print(table)
     for r in v.reasons:

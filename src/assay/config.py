@@ -27,7 +27,8 @@ class CheckConfig(BaseModel):
     time_budget: float = Field(30.0, gt=0, description="seconds for the correctness cases")
     case_timeout: float = Field(60.0, gt=0, description="seconds one call may take before the worker is killed")
     build_timeout: float = Field(600.0, gt=0, description="seconds for import + compilation")
-    require_custom_kernel: bool = False
+    require_custom_kernel: bool = True  # plain torch / library fallbacks are rejected unless allowed
+    timing: bool = True
     cache_dir: Path = Field(default_factory=default_cache_dir)
     secret: bytes | None = None  # per-evaluation secret; random when None
     replay: str | None = None  # a case token from a verdict: run only that case

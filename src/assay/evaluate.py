@@ -43,11 +43,6 @@ def check(candidate: str | Path | Candidate, task: str | Path | Task, config: Ch
     findings = scan(cand.source)
     stages.append(StageResult(name="static_scan", status=Status.warning if findings else Status.passed,
                               findings=findings))
-    if cfg.require_custom_kernel and cand.language == "torch":
-        stages[-1].findings.append(Finding(category=Category.integrity, rejects=True,
-                                           message="no custom kernel: plain torch is an existing primitive"))
-        stages[-1].status = Status.failed
-
     try:
         build = _build(cand, t, worker, cfg)
         stages.append(build)
@@ -55,15 +50,33 @@ def check(candidate: str | Path | Candidate, task: str | Path | Task, config: Ch
             secret = cfg.secret or secrets.token_bytes(16)
             stages.append(run_gauntlet(t, worker, cfg.device, secret, cfg.time_budget, cfg.case_timeout,
                                        replay=replay, log=log))
-            stages[-1].evidence["containment"] = worker.containment
+            stages[-1].evidence["containment"] = {**worker.containment, "landlock": build.evidence.get("landlock")}
+            stages += _later_stages(t, cand, worker, cfg, secret, replay is not None, stages[-1].status)
         else:
             stages.append(StageResult(name="correctness", status=Status.skipped))
     finally:
         worker.close()
     accepted, reasons = decide(stages)
+    integ = next((s for s in stages if s.name == "integrity" and s.evidence.get("label")), None)
+    cand_info = {**cand.describe(), **({"label": integ.evidence["label"]} if integ else {})}
     return Verdict(accepted=accepted, reasons=reasons, task={**t.describe(), "hash": _hash(t.source)},
-                   candidate=cand.describe(), device=cfg.device, stages=stages,
+                   candidate=cand_info, device=cfg.device, stages=stages,
                    environment=environment(cfg.device), seconds=time.monotonic() - t0)
+
+
+def _later_stages(t: Task, cand: Candidate, worker: Worker, cfg: CheckConfig, secret: bytes, replaying: bool,
+                  correctness: Status) -> list[StageResult]:
+    """Integrity (what ran) and timing, for a candidate that computes the right function."""
+    from assay.measure.stage import TimingConfig, run_timing
+    from assay.verify.integrity import run_integrity
+
+    if replaying or correctness is not Status.passed:
+        return [StageResult(name="integrity", status=Status.skipped), StageResult(name="timing", status=Status.skipped)]
+    integ = run_integrity(t, worker, cfg.device, secret, cand.language, cfg.require_custom_kernel)
+    if integ.status is Status.failed or not cfg.timing:
+        return [integ, StageResult(name="timing", status=Status.skipped)]
+    timing = run_timing(t, worker, cfg.device, secret, TimingConfig.for_device(cfg.device), cache_dir=cfg.cache_dir)
+    return [integ, timing]
 
 
 def _hash(text: str) -> str:
@@ -103,6 +116,7 @@ def _build(cand: Candidate, task: Task, worker: Worker, cfg: CheckConfig) -> Sta
           "cache_hit": cached}
     if resp.get("ok"):
         ev["import_s"] = resp.get("import_s")
+        ev["landlock"] = resp.get("landlock")
         return StageResult(name="build", status=Status.passed, seconds=time.monotonic() - t0, evidence=ev)
     phase = resp.get("phase")
     error = str(resp.get("error", ""))

@@ -81,7 +81,15 @@ def unshare_prefix(device: str = "cpu") -> tuple[str, ...]:
         return ()
     plain = ("--net", "--pid", "--fork", "--kill-child")
     userns = ("--user", "--map-root-user", *plain)
-    options = (plain, userns) if os.geteuid() == 0 else (userns,)
+    # least privilege first: a user namespace; but CUDA fails inside one (error 304), so for
+    # cuda as root, plain namespaces come first
+    if os.geteuid() != 0:
+        bases: tuple[tuple[str, ...], ...] = (userns,)
+    else:
+        bases = (plain, userns) if device == "cuda" else (userns, plain)
+    # --mount-proc: a /proc of the worker's own pid namespace. Without it the host's /proc stays
+    # visible, and a worker running as root reads the evaluator's /proc/<pid>/environ (its secrets).
+    options = tuple((*b, "--mount-proc") for b in bases) + bases
     probe = (sys.executable, "-c", _CUDA_PROBE) if device == "cuda" else ("true",)
     for args in options:
         cmd = (exe, *args, "--")
@@ -98,22 +106,21 @@ def _make_cgroup(limits: Limits) -> Path | None:
     """A fresh cgroup with pids.max/memory.max, or None when we may not make one."""
     name = f"assay-{uuid.uuid4().hex[:10]}"
     v2 = Path("/sys/fs/cgroup")
-    if (v2 / "cgroup.controllers").exists():
-        try:
-            cg = v2 / name
-            cg.mkdir()
-            (cg / "pids.max").write_text(str(limits.pids_max))
-            if limits.memory_bytes:
-                (cg / "memory.max").write_text(str(limits.memory_bytes))
-            return cg
-        except OSError:
-            return None
+    cg = v2 / name if (v2 / "cgroup.controllers").exists() else v2 / "pids" / name
     try:
-        cg = v2 / "pids" / name
         cg.mkdir()
-        (cg / "pids.max").write_text(str(limits.pids_max))
-        return cg
     except OSError:
+        return None
+    try:
+        (cg / "pids.max").write_text(str(limits.pids_max))
+        if limits.memory_bytes and cg.parent == v2:
+            (cg / "memory.max").write_text(str(limits.memory_bytes))
+        return cg
+    except OSError:  # made, but the controller is not ours to use: don't leave it behind
+        try:
+            cg.rmdir()
+        except OSError:
+            pass
         return None
 
 
@@ -155,6 +162,12 @@ class Worker:
                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
         if self.cache_dir is not None:
             env["TRITON_CACHE_DIR"] = str(self.cache_dir / "triton")
+        writable = [str(self.tmp), "/dev"]
+        if self.cache_dir is not None:
+            writable.append(str(self.cache_dir / "triton"))
+        if "TORCH_EXTENSIONS_DIR" in self.extra_env:
+            writable.append(self.extra_env["TORCH_EXTENSIONS_DIR"])
+        env["ASSAY_WRITABLE"] = os.pathsep.join(writable)
         if self.device == "cpu":
             env["TRITON_INTERPRET"] = "1"
             env["CUDA_VISIBLE_DEVICES"] = ""
@@ -278,6 +291,7 @@ class Worker:
         self.proc = None
         if self._cgroup is not None:
             for _ in range(20):
+                _kill_cgroup(self._cgroup)  # a child that left the process group (setsid) is still in here
                 try:
                     self._cgroup.rmdir()
                     break
@@ -303,6 +317,22 @@ class Worker:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _kill_cgroup(cgroup: Path) -> None:
+    """SIGKILL every process left in the worker's cgroup (cgroup.kill on v2, pid by pid on v1)."""
+    try:
+        if (cgroup / "cgroup.kill").exists():
+            (cgroup / "cgroup.kill").write_text("1")
+            return
+        pids = [int(x) for x in (cgroup / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _describe_exit(code: int | None) -> str:

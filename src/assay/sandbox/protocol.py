@@ -73,6 +73,17 @@ def encode(obj: Any) -> tuple[bytes, list[memoryview]]:
 
 
 def decode(header: bytes, buffers: list[bytes]) -> Any:
+    """Decode a message; anything malformed (however it fails) is a ``ProtocolError``."""
+    try:
+        return _decode(header, buffers)
+    except ProtocolError:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError, OverflowError, RuntimeError) as e:
+        # RuntimeError covers RecursionError (hostile nesting) and torch's own refusals
+        raise ProtocolError(f"malformed message: {type(e).__name__}: {str(e)[:200]}") from None
+
+
+def _decode(header: bytes, buffers: list[bytes]) -> Any:
     meta = json.loads(header)
 
     def dec(x: Any) -> Any:
@@ -107,9 +118,14 @@ def _tensor(x: dict[str, Any], buffers: list[bytes]) -> torch.Tensor:
     itemsize = torch.empty(0, dtype=dtype).element_size()
     if len(size) != len(stride) or any(s < 0 for s in size + stride) or len(raw) != span * itemsize:
         raise ProtocolError("tensor record does not match its buffer")
-    if offset < 0 or (span and span != _span(size, stride) + offset):
+    covered = _span(size, stride)
+    # span 0 only for an empty tensor: otherwise torch.empty(size) would allocate what the peer asks
+    if offset < 0 or span != (covered + offset if covered else 0):
         raise ProtocolError("tensor record span is inconsistent")
-    base = torch.frombuffer(bytearray(raw), dtype=dtype) if span else torch.empty(0, dtype=dtype)
+    if dtype is torch.bool:  # only 0/1 are valid bools: normalise whatever bytes the peer sent
+        base = torch.frombuffer(bytearray(raw), dtype=torch.uint8).ne(0) if span else torch.empty(0, dtype=dtype)
+    else:
+        base = torch.frombuffer(bytearray(raw), dtype=dtype) if span else torch.empty(0, dtype=dtype)
     return torch.as_strided(base, size, stride, offset) if span else torch.empty(size, dtype=dtype)
 
 
@@ -135,9 +151,11 @@ def recv(fd: int, timeout: float | None = None, max_bytes: int = 1 << 34) -> Any
     header = _read_exact(fd, hlen, deadline)
     try:
         sizes = json.loads(header)["buffers"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise ProtocolError(f"malformed header: {e}") from None
-    if not all(isinstance(s, int) and s >= 0 for s in sizes) or sum(sizes) > max_bytes:
+    except (ValueError, KeyError, TypeError, RecursionError) as e:
+        raise ProtocolError(f"malformed header: {str(e)[:200]}") from None
+    if not (isinstance(sizes, list) and all(type(s) is int and s >= 0 for s in sizes)):
+        raise ProtocolError("malformed header: buffers is not a list of sizes")
+    if sum(sizes) > max_bytes:
         raise ProtocolError(f"message of {sum(sizes)} bytes exceeds the cap of {max_bytes}")
     buffers = [_read_exact(fd, s, deadline) for s in sizes]
     return decode(header, buffers)

@@ -34,6 +34,18 @@ def _guard_network() -> None:
     socket.create_connection = lambda *a, **k: (_ for _ in ()).throw(OSError(101, "network is blocked"))  # type: ignore
 
 
+_ORIG: dict[str, Any] = {}
+
+
+def _capture_originals() -> None:
+    """Identities of the timing functions, taken before the candidate is imported."""
+    import torch
+
+    from assay.measure import timing
+
+    _ORIG.update(Event=torch.cuda.Event, synchronize=torch.cuda.synchronize, cold_samples=timing.cold_samples)
+
+
 class _State:
     def __init__(self) -> None:
         self.module: Any = None
@@ -42,6 +54,10 @@ class _State:
         self.instance: Any = None
         self.init_key: str | None = None
         self.device = "cpu"
+        self.fn: Any = None
+        self.sets: list[Any] = []
+        self.flusher: Any = None
+        self.landlock = ""
 
 
 def _load(st: _State, req: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +83,7 @@ def _load(st: _State, req: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "phase": "entry", "error": f"candidate defines no {req['entry']!r}"}
     st.module, st.entry = module, entry
     st.is_class = isinstance(entry, type)
-    return {"ok": True, "import_s": _perf_counter() - t0, "is_class": st.is_class}
+    return {"ok": True, "import_s": _perf_counter() - t0, "is_class": st.is_class, "landlock": st.landlock}
 
 
 def _is_build_error(e: BaseException) -> bool:
@@ -90,19 +106,10 @@ def _run(st: _State, req: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     dev = st.device
-    if st.is_class:
-        key = repr(req.get("init"))
-        if key != st.init_key:
-            init = req["init"]
-            torch.manual_seed(init["seed"])
-            st.instance = st.entry(*init["args"])
-            if isinstance(st.instance, torch.nn.Module):
-                st.instance = st.instance.to(dev)
-            st.init_key = key
-        fn = st.instance
-    else:
-        fn = st.entry
+    fn = _callable(st, req.get("init"))
     inputs = [_to_device(t, dev) for t in req["inputs"]]
+    if dev == "cuda":
+        _poison_allocator(inputs)
     before = [_digest(t) for t in inputs]
     threads_before = threading.active_count()
     t0 = _perf_counter()
@@ -124,8 +131,17 @@ def _run(st: _State, req: dict[str, Any]) -> dict[str, Any]:
             payload.append(None)
         meta.append(m)
     mutated = [i for i, (t, h) in enumerate(zip(inputs, before)) if _digest(t) != h]
+    changed: list[int] = []
+    if req.get("stability"):  # outputs re-read after a delay and a later sync must not change
+        snap = [_digest(p) for p in payload]
+        time.sleep(0.05)
+        if dev == "cuda":
+            torch.cuda.synchronize()
+        changed = [i for i, (p, h) in enumerate(zip(payload, snap)) if _digest(p) != h]
+    payload = [p.clone() if isinstance(p, torch.Tensor) else p for p in payload] if changed else payload
     return {"ok": True, "outputs": payload, "meta": meta, "tuple": isinstance(out, (tuple, list)),
-            "mutated": mutated, "call_s": call_s, "threads_delta": threading.active_count() - threads_before}
+            "mutated": mutated, "call_s": call_s, "threads_delta": threading.active_count() - threads_before,
+            "changed_after_return": changed}
 
 
 def _plain(o: Any) -> Any:
@@ -135,6 +151,102 @@ def _plain(o: Any) -> Any:
         return o.detach().as_subclass(torch.Tensor)
     except Exception:
         return None
+
+
+def _callable(st: _State, init: Any) -> Any:
+    import torch
+
+    if not st.is_class:
+        return st.entry
+    key = repr(init)
+    if key != st.init_key:
+        torch.manual_seed(init["seed"])
+        st.instance = st.entry(*init["args"])
+        if isinstance(st.instance, torch.nn.Module):
+            st.instance = st.instance.to(st.device)
+        st.init_key = key
+    return st.instance
+
+
+def _poison_allocator(inputs: list[Any]) -> None:
+    """Fill memory the caching allocator will hand out next with NaN, so an output element a
+    kernel never writes shows up as NaN instead of plausible stale data."""
+    import torch
+
+    nbytes = sum(t.numel() * t.element_size() for t in inputs if isinstance(t, torch.Tensor))
+    blocks = [torch.full((max(nbytes // 4, 1) + 1024,), float("nan"), device="cuda") for _ in range(2)]
+    del blocks
+
+
+def _trace(st: _State, req: dict[str, Any]) -> dict[str, Any]:
+    """The aten operations one call executes (what actually ran, not what the source says)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    ops: list[str] = []
+
+    class _Rec(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            ops.append(str(func.overloadpacket.__name__))
+            return func(*args, **(kwargs or {}))
+
+    fn = _callable(st, req.get("init"))
+    inputs = [_to_device(t, st.device) for t in req["inputs"]]
+    with torch.no_grad(), _Rec():
+        fn(*inputs)
+    return {"ok": True, "ops": ops}
+
+
+def _stage(st: _State, req: dict[str, Any]) -> dict[str, Any]:
+    st.fn = _callable(st, req.get("init"))
+    st.sets = [[_to_device(t, st.device) for t in s] for s in req["sets"]]
+    return {"ok": True, "n": len(st.sets)}
+
+
+def _tampered() -> list[str]:
+    import torch
+
+    from assay.measure import timing
+
+    found = [name for name, now, then in (
+        ("time.perf_counter", time.perf_counter, _perf_counter),
+        ("assay timing clock", timing._perf_counter, _perf_counter),
+        ("torch.cuda.Event", torch.cuda.Event, _ORIG.get("Event")),
+        ("torch.cuda.synchronize", torch.cuda.synchronize, _ORIG.get("synchronize")),
+        ("timing.cold_samples", timing.cold_samples, _ORIG.get("cold_samples")),
+    ) if then is not None and now is not then]
+    return found
+
+
+def _time(st: _State, req: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    from assay.measure import timing
+
+    if st.flusher is None:
+        st.flusher = timing.Flusher(st.device)
+    with torch.no_grad():
+        times, walls, out = timing.cold_samples(st.fn, st.sets, int(req["n"]), st.device, st.flusher,
+                                                start_index=int(req.get("start", 0)))
+    return {"ok": True, "times": times, "walls": walls, "output": _outputs_plain(out), "tampered": _tampered()}
+
+
+def _probe(st: _State, req: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    from assay.measure import timing
+
+    with torch.no_grad():
+        hot, note = timing.hot_time(st.fn, st.sets[0])
+        kernel_s, kernels = timing.profiled_kernel_time(st.fn, st.sets[0])
+    return {"ok": True, "hot_s": hot, "hot_note": note, "kernel_s": kernel_s, "kernels": kernels}
+
+
+def _outputs_plain(out: Any) -> Any:
+    import torch
+
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    return [o.detach() if type(o) is torch.Tensor else None for o in outs]
 
 
 def _shares(a: Any, b: Any) -> bool:
@@ -177,7 +289,17 @@ def main() -> None:
         except ImportError:
             pass
     st = _State()
-    handlers = {"load": _load, "run": _run}
+    writable = [p for p in os.environ.get("ASSAY_WRITABLE", "").split(os.pathsep) if p]
+    if writable:
+        from assay.sandbox.landlock import restrict_writes
+
+        st_landlock = restrict_writes(writable)
+    else:
+        st_landlock = "not requested"
+    st.landlock = st_landlock
+    _capture_originals()
+    handlers = {"load": _load, "run": _run, "stage": _stage, "time": _time, "probe": _probe,
+                "trace": _trace}
     while True:
         try:
             req = protocol.recv(REQ_FD)

@@ -45,10 +45,12 @@ class Case:
     seed: int = 0
     weight: float = 0.0
     note: str = ""
+    rep: int = 0  # > 0: the same shape again with fresh values (catches caching by shape)
 
     def key(self) -> str:
         d = ",".join(f"{k}={v}" for k, v in self.dims.items())
-        return f"{self.dtype}/{d}/{self.values}/{'+'.join(self.layouts)}"
+        vals = f"{self.values}#{self.rep}" if self.rep else self.values
+        return f"{self.dtype}/{d}/{vals}/{'+'.join(self.layouts)}"
 
     def token(self) -> str:
         """Everything needed to replay this case: ``assay check --replay TOKEN``."""
@@ -59,7 +61,9 @@ class Case:
         try:
             dtype, dims, values, layouts, seed = token.split("/")
             dd = {k: int(v) for k, v in (p.split("=") for p in dims.split(",") if p)}
-            return cls("replay", dd, dtype, values, tuple(layouts.split("+")), int(seed.removeprefix("seed=")))
+            values, _, rep = values.partition("#")
+            return cls("replay", dd, dtype, values, tuple(layouts.split("+")), int(seed.removeprefix("seed=")),
+                       rep=int(rep or 0))
         except ValueError:
             raise ValueError(f"malformed replay token {token!r}") from None
 
@@ -147,6 +151,8 @@ def plan_cases(task: Task, device: str, secret: bytes, budget: Budget | None = N
                 add(Case("workload", dims, dtype, "normal", contig, weight=w.weight, note="(reduced)"))
             else:
                 add(Case("workload", dict(w.dims), dtype, "normal", contig, weight=w.weight))
+    for c in [c for c in plan.cases if c.kind == "workload"]:
+        add(replace(c, kind="repeat", rep=1, note="same shape, fresh values"))
     dtype0 = task.dtypes[0]
     base = shrink_to(task, dict(task.workloads[0].dims), budget.base_elems)
     # boundary dims, one dim at a time, interleaved across dims

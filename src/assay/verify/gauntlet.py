@@ -31,6 +31,7 @@ class Outcome:
     norm_err: float = 0.0
     where: str = ""
     outputs_meta: list[dict[str, Any]] = field(default_factory=list)
+    threads_left: int = 0
 
     @property
     def numel(self) -> int:
@@ -62,7 +63,8 @@ def run_case(task: Task, case: Case, worker: Worker, device: str, timeout: float
     except ReferenceError_ as e:
         return Outcome(case, "skip", message=f"reference rejects this case: {e}")
     try:
-        resp = worker.request({"op": "run", "init": ref.init, "inputs": inputs}, timeout)
+        stability = case.kind in ("workload", "repeat") or case.seed % 8 == 0
+        resp = worker.request({"op": "run", "init": ref.init, "inputs": inputs, "stability": stability}, timeout)
     except WorkerDied as e:
         raise CandidateCrashed(_died(e, case)) from None
     if not resp.get("ok"):
@@ -85,6 +87,10 @@ def judge(task: Task, case: Case, out64: list[Any], out_d: list[Any], resp: dict
         return _fail(o, Category.metadata, f"returned {got}, the reference returns {want}")
     if len(outs) != len(out64) or len(meta) != len(outs):
         return _fail(o, Category.metadata, f"returned {len(outs)} outputs, the reference returns {len(out64)}")
+    o.threads_left = int(resp.get("threads_delta") or 0)
+    if resp.get("changed_after_return"):
+        return _fail(o, Category.integrity, f"output(s) {resp['changed_after_return']} changed after the call "
+                     "returned (work escaping on a side stream or a background thread)")
     mutated = resp.get("mutated") or []
     if mutated and not task.mutates_inputs:
         return _fail(o, Category.integrity, f"mutated input(s) {mutated}, which the contract forbids")
@@ -179,6 +185,7 @@ def run_gauntlet(task: Task, worker: Worker, device: str, secret: bytes, time_bu
         "notes": plan.notes,
         "max_abs_err": max((o.max_abs_err for o in outcomes), default=0.0),
         "max_norm_err": max((o.norm_err for o in outcomes), default=0.0),
+        "threads_left_running": max((o.threads_left for o in outcomes), default=0),
         "output_strides": [m.get("stride") for m in (outcomes[0].outputs_meta if outcomes else [])],
     }
     return stage

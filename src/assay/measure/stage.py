@@ -1,0 +1,256 @@
+"""The timing stage: candidate (in its worker) and live baselines (in the evaluator), interleaved.
+
+Per workload shape: K input sets of fresh values; warm-up excluded (its duration recorded);
+rounds of ``A B C A B C ...`` (candidate, eager, torch.compile) until the candidate's samples
+converge (AdaptiveStop) or the cap; the candidate's output of each round is re-checked
+against the reference for the set it was computed on (replay/caching cheats fail here);
+the worker's reported times are cross-checked against the evaluator's own wall clock;
+speedup per baseline with a paired-bootstrap 95% CI; roofline floor and plausibility gate;
+on CUDA a hot (graph replay) number and the profiler's kernel time.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from assay.measure import roofline, stats
+from assay.measure.timing import Flusher, clocks, cold_samples, hot_time, profiled_kernel_time
+from assay.sandbox.process import Worker, WorkerDied
+from assay.task.spec import Task, parse_dtype
+from assay.verdict import Category, Finding, StageResult, Status
+from assay.verify import compare as cmp
+from assay.verify.cases import Budget, Case, derive_seed, shrink_to
+from assay.verify.inputs import make_inputs
+from assay.verify.reference import init_for, run_reference
+
+
+@dataclass
+class TimingConfig:
+    sets: int = 4
+    per_round: int = 5
+    warmup: int = 3
+    min_samples: int = 10
+    min_time: float = 0.5
+    max_time: float = 10.0
+    target_rel_stderr: float = 0.005
+    baselines: tuple[str, ...] = ("eager", "compile")
+    plausibility_tolerance: float = 0.1
+    ceilings_cache: str | None = None
+
+    @classmethod
+    def for_device(cls, device: str, **kw: Any) -> "TimingConfig":
+        if device == "cpu":
+            kw = {"min_time": 0.1, "max_time": 2.0, "baselines": ("eager",), **kw}
+        return cls(**kw)
+
+
+@dataclass
+class ShapeTiming:
+    dims: dict[str, int]
+    weight: float
+    candidate: list[float] = field(default_factory=list)
+    baselines: dict[str, list[float]] = field(default_factory=dict)
+
+
+def _baseline_fns(task: Task, case: Case, device: str, names: tuple[str, ...]) -> dict[str, tuple[Callable[..., Any], float]]:
+    """Baseline callables (the reference in the test dtype) and their compile time."""
+    dtype = parse_dtype(case.dtype)
+    init = init_for(task, case)
+    if init is not None:
+        torch.manual_seed(init["seed"])
+        eager: Callable[..., Any] = task.reference(*init["args"]).to(device=device, dtype=dtype)
+    else:
+        eager = task.reference
+    out: dict[str, tuple[Callable[..., Any], float]] = {}
+    for name in names:
+        if name == "eager":
+            out[name] = (eager, 0.0)
+        elif name.startswith("compile"):
+            mode = name.split(":", 1)[1] if ":" in name else None
+            fn = torch.compile(copy.deepcopy(eager) if isinstance(eager, torch.nn.Module) else eager, mode=mode)
+            out[name] = (fn, 0.0)
+    return out
+
+
+def run_timing(task: Task, worker: Worker, device: str, secret: bytes, cfg: TimingConfig,
+               cache_dir: Any = None) -> StageResult:
+    t0 = time.monotonic()
+    stage = StageResult(name="timing", status=Status.passed)
+    env_start = clocks() if device == "cuda" else {}
+    ceil_path = (cache_dir / "ceilings.json") if cache_dir is not None else None
+    ceilings = roofline.load_or_measure(device, ceil_path) if ceil_path else roofline.measure_ceilings(device)
+    shapes: list[dict[str, Any]] = []
+    budget = Budget.for_device(device)
+    flusher = Flusher(device)
+    for w in task.workloads:
+        dims = dict(w.dims) if _fits(task, w.dims, budget) else shrink_to(task, w.dims, budget.max_elems)
+        case = Case("timing", dims, task.dtypes[0], "normal", tuple("contiguous" for _ in task.inputs))
+        try:
+            shapes.append(_time_shape(task, case, w.weight, worker, device, secret, cfg, ceilings, flusher, stage))
+        except WorkerDied as e:
+            stage.findings.append(Finding(category=Category.robustness, rejects=True,
+                                          message=f"candidate died while being timed: {e.message}"))
+            break
+        if any(f.rejects for f in stage.findings):
+            break
+    env_end = clocks() if device == "cuda" else {}
+    stage.evidence = {"device": device, "timer": "cuda events, cold L2" if device == "cuda" else "cpu perf_counter",
+                      "shapes": shapes, "ceilings": {"copy_bandwidth": ceilings.copy_bandwidth,
+                                                     "matmul_flops": ceilings.matmul_flops},
+                      "clocks_start": env_start, "clocks_end": env_end}
+    for name in cfg.baselines:
+        vals = [(s["speedup"][name]["estimate"], s["weight"]) for s in shapes if name in s.get("speedup", {})]
+        if vals:
+            stage.evidence.setdefault("geomean_speedup", {})[name] = stats.weighted_geomean(
+                [v for v, _ in vals], [wt for _, wt in vals])
+    if env_start and env_end and env_end.get("sm_mhz", 0) < 0.9 * env_start.get("sm_mhz", 0):
+        stage.findings.append(Finding(category=Category.performance, message=(
+            f"SM clock dropped from {env_start['sm_mhz']:.0f} to {env_end['sm_mhz']:.0f} MHz during timing: "
+            "measurement flagged")))
+    if any(f.rejects for f in stage.findings):
+        stage.status = Status.failed
+    elif stage.findings:
+        stage.status = Status.warning
+    stage.seconds = time.monotonic() - t0
+    return stage
+
+
+def _fits(task: Task, dims: dict[str, int], budget: Budget) -> bool:
+    import math
+
+    return sum(math.prod(s) for s in task.input_shapes(dims)) <= budget.max_elems
+
+
+def _time_shape(task: Task, case: Case, weight: float, worker: Worker, device: str, secret: bytes,
+                cfg: TimingConfig, ceilings: roofline.Ceilings, flusher: Flusher, stage: StageResult) -> dict[str, Any]:
+    from dataclasses import replace
+
+    cases = [replace(case, seed=derive_seed(secret, f"timing/{case.key()}/{i}")) for i in range(cfg.sets)]
+    sets = [make_inputs(task, c) for c in cases]
+    refs = [run_reference(task, c, x, device) for c, x in zip(cases, sets)]
+    init = refs[0].init
+    resp = worker.request({"op": "stage", "init": init, "sets": sets}, 300)
+    if not resp.get("ok"):
+        raise WorkerDied("crash", f"staging inputs failed: {resp.get('error')}")
+    dev_sets = [[x.to(device) if isinstance(x, torch.Tensor) else x for x in s] for s in sets]
+    baselines = _baseline_fns(task, cases[0], device, cfg.baselines)
+    result: dict[str, Any] = {"dims": case.dims, "weight": weight, "dtype": case.dtype}
+    # warm-up (compilation, autotuning, first-call initialisation): excluded, its duration recorded
+    w0 = time.monotonic()
+    worker.request({"op": "time", "n": cfg.warmup, "start": 0}, 600)
+    result["warmup_s"] = {"candidate": time.monotonic() - w0}
+    for name, (fn, _) in baselines.items():
+        w0 = time.monotonic()
+        with torch.no_grad():
+            cold_samples(fn, dev_sets, cfg.warmup, device, flusher)
+        result["warmup_s"][name] = time.monotonic() - w0  # for compile: the compile time
+    stop = stats.AdaptiveStop(min_samples=cfg.min_samples, min_time=cfg.min_time, max_time=cfg.max_time,
+                              target_rel_stderr=cfg.target_rel_stderr)
+    cand: list[float] = []
+    base: dict[str, list[float]] = {n: [] for n in baselines}
+    start_i, rounds = 0, 0
+    while not stop.done:
+        e0 = time.perf_counter()
+        r = worker.request({"op": "time", "n": cfg.per_round, "start": start_i}, 600)
+        outside = time.perf_counter() - e0
+        if not r.get("ok"):
+            stage.findings.append(Finding(category=Category.robustness, rejects=True,
+                                          message=f"candidate raised while timed: {r.get('error')}"))
+            return result
+        times = [float(t) for t in r["times"]]
+        if sum(times) > outside * 1.02 + 1e-4:
+            stage.findings.append(Finding(category=Category.integrity, rejects=True, message=(
+                f"reported times ({sum(times):.4g} s) exceed the wall time seen from outside ({outside:.4g} s): "
+                "the timer was tampered with")))
+            return result
+        if r.get("tampered"):
+            stage.findings.append(Finding(category=Category.integrity, rejects=True,
+                                          message=f"timing functions replaced by the candidate: {r['tampered']}"))
+            return result
+        last = (start_i + cfg.per_round - 1) % cfg.sets
+        bad = _recheck(r.get("output"), refs[last], case)
+        if bad:
+            stage.findings.append(Finding(category=Category.integrity, rejects=True, message=(
+                f"output computed inside the timing loop is wrong (set {last}, round {rounds}): {bad} — "
+                "cached or replayed results?")))
+            return result
+        for t in times:
+            stop.add(t)
+        cand += times
+        for name, (fn, _) in baselines.items():
+            with torch.no_grad():
+                bt, _, _ = cold_samples(fn, dev_sets, cfg.per_round, device, flusher, start_index=start_i)
+            base[name] += bt
+        start_i += cfg.per_round
+        rounds += 1
+    result["candidate"] = _summary(cand)
+    result["stop"] = stop.reason
+    result["baselines"] = {n: _summary(v) for n, v in base.items()}
+    result["speedup"] = {}
+    for n, v in base.items():
+        ci = stats.paired_speedup(_per_round(v, cfg.per_round), _per_round(cand, cfg.per_round))
+        result["speedup"][n] = {"estimate": ci.estimate, "lo": ci.lo, "hi": ci.hi, "call": ci.call, "n": ci.n}
+    _roofline(task, cases[0], sets[0], refs[0], device, ceilings, result, cfg, stage)
+    if device == "cuda":
+        hr = worker.request({"op": "probe", "what": "hot_and_profile"}, 300)
+        result["hot_s"], result["hot_note"] = hr.get("hot_s"), hr.get("hot_note")
+        kt = hr.get("kernel_s")
+        result["profiler_kernel_s"], result["kernels"] = kt, hr.get("kernels")
+        med = result["candidate"]["median"]
+        if kt is not None and med > 20e-6 and abs(kt - med) / med > 0.5:
+            stage.findings.append(Finding(category=Category.integrity, message=(
+                f"profiler kernel time {kt * 1e6:.1f} us vs event time {med * 1e6:.1f} us at {case.dims}: "
+                "large gap (work outside the candidate's kernels, or escaping the timed window)")))
+    return result
+
+
+def _per_round(samples: list[float], per_round: int) -> list[float]:
+    """One number per interleaved round (the round's median), so rounds pair A with B."""
+    import statistics
+
+    return [statistics.median(samples[i:i + per_round]) for i in range(0, len(samples) - per_round + 1, per_round)]
+
+
+def _summary(samples: list[float]) -> dict[str, Any]:
+    s = stats.summarize(samples)
+    return {"median": s.median, "mean": s.mean, "iqr": s.iqr, "p10": s.p10, "p90": s.p90, "n": s.n,
+            "rel_stderr": s.rel_stderr, "outliers": s.n_outliers, "min": s.min, "max": s.max}
+
+
+def _recheck(output: Any, ref: Any, case: Case) -> str:
+    outs = cmp.as_list(output)
+    if len(outs) != len(ref.out64):
+        return f"{len(outs)} outputs, expected {len(ref.out64)}"
+    for o, r64, rd in zip(outs, ref.out64, ref.out_d):
+        if not isinstance(rd, torch.Tensor):
+            continue
+        if not isinstance(o, torch.Tensor) or list(o.shape) != list(rd.shape):
+            return "wrong output type or shape"
+        c = cmp.compare(o, r64, cmp.calibrate(rd.dtype, r64, rd))
+        if not c.ok:
+            return c.message
+    return ""
+
+
+def _roofline(task: Task, case: Case, inputs: list[Any], ref: Any, device: str, ceilings: roofline.Ceilings,
+              result: dict[str, Any], cfg: TimingConfig, stage: StageResult) -> None:
+    dev_in = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
+    fn = _baseline_fns(task, case, device, ("eager",))["eager"][0]
+    try:
+        flops = roofline.count_flops(fn, dev_in)
+    except Exception:  # noqa: BLE001
+        flops = 0
+    nbytes = roofline.min_bytes(dev_in, ref.out_d)
+    floor = roofline.floor_time(flops, nbytes, ceilings, case.dtype)
+    med = result["candidate"]["median"]
+    result["roofline"] = {"flops": flops, "bytes": nbytes, "floor_s": floor,
+                          "fraction": roofline.roofline_fraction(floor, med) if med > 0 else None}
+    ok, msg = roofline.plausibility(floor, med, cfg.plausibility_tolerance)
+    if not ok and device == "cuda":
+        stage.findings.append(Finding(category=Category.integrity, rejects=True,
+                                      message=f"implausible at {case.dims}: {msg}"))

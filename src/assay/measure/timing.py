@@ -1,0 +1,149 @@
+"""Timing loops, shared by the worker (for candidates) and the evaluator (for baselines), so both
+sides are measured by the same code. Imports torch only: it runs inside the sandbox.
+
+Cold sample (CUDA): flush L2 (zero a buffer of twice the L2 size), then
+``start.record(); fn(*x); torch.cuda.synchronize(); end.record()`` — the device-wide
+synchronize before the end event means work left on side streams is inside the sample.
+Hot sample (CUDA): one CUDA graph of ``reps`` calls replayed, time / reps (no flush).
+CPU sample: ``time.perf_counter`` around one call (no cache flush; marked as CPU timing).
+Inputs rotate over several sets of fresh values (call i uses set i mod k).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Sequence
+
+import torch
+
+_perf_counter = time.perf_counter  # captured at import, before any candidate
+
+
+class Flusher:
+    def __init__(self, device: str) -> None:
+        self.buf = None
+        if device == "cuda":
+            l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20) or (64 << 20))
+            self.buf = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
+
+    def __call__(self) -> None:
+        if self.buf is not None:
+            self.buf.zero_()
+
+
+def reset_persisting_l2() -> str:
+    """Set the persisting-L2 limit to 0 so an access-policy carve-out cannot survive flushes."""
+    try:
+        import ctypes
+
+        rt = ctypes.CDLL("libcudart.so", mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        for name in ("libcudart.so.13", "libcudart.so.12"):
+            try:
+                import ctypes
+
+                rt = ctypes.CDLL(name)
+                break
+            except OSError:
+                rt = None
+        if rt is None:
+            return "libcudart not found: persisting-L2 limit not reset"
+    cudaLimitPersistingL2CacheSize = 0x06
+    err = rt.cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, ctypes.c_size_t(0))
+    return "persisting-L2 limit set to 0" if err == 0 else f"cudaDeviceSetLimit returned {err}"
+
+
+def cold_samples(fn: Callable[..., Any], sets: Sequence[Sequence[Any]], n: int, device: str,
+                 flusher: Flusher | None = None, start_index: int = 0) -> tuple[list[float], list[float], Any]:
+    """``n`` cold samples in seconds; also the host wall time of each, and the last output."""
+    out: Any = None
+    times, walls = [], []
+    if device == "cuda":
+        flusher = flusher or Flusher(device)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        for i in range(n):
+            x = sets[(start_index + i) % len(sets)]
+            flusher()
+            torch.cuda.synchronize()
+            w0 = _perf_counter()
+            start.record()
+            out = fn(*x)
+            torch.cuda.synchronize()
+            end.record()
+            end.synchronize()
+            walls.append(_perf_counter() - w0)
+            times.append(start.elapsed_time(end) / 1e3)
+    else:
+        for i in range(n):
+            x = sets[(start_index + i) % len(sets)]
+            w0 = _perf_counter()
+            out = fn(*x)
+            dt = _perf_counter() - w0
+            times.append(dt)
+            walls.append(dt)
+    return times, walls, out
+
+
+def hot_time(fn: Callable[..., Any], x: Sequence[Any], reps: int = 20, replays: int = 10) -> tuple[float | None, str]:
+    """Median per-call time of a CUDA graph of ``reps`` calls; (None, reason) if capture fails."""
+    try:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                fn(*x)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(reps):
+                fn(*x)
+        g.replay()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        per = []
+        for _ in range(replays):
+            start.record()
+            g.replay()
+            end.record()
+            end.synchronize()
+            per.append(start.elapsed_time(end) / 1e3 / reps)
+        per.sort()
+        return per[len(per) // 2], "cuda graph replay"
+    except Exception as e:  # noqa: BLE001 - a candidate that cannot be captured has no hot number
+        torch.cuda.synchronize()
+        return None, f"graph capture failed: {type(e).__name__}: {str(e)[:120]}"
+
+
+def profiled_kernel_time(fn: Callable[..., Any], x: Sequence[Any], calls: int = 5) -> tuple[float | None, list[str]]:
+    """Mean per-call sum of GPU kernel durations (torch.profiler), and the kernel names seen."""
+    try:
+        from torch.profiler import ProfilerActivity, profile
+
+        fn(*x)
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                fn(*x)
+            torch.cuda.synchronize()
+        total_us, names = 0.0, set()
+        for ev in prof.events():
+            dev_type = getattr(ev, "device_type", None)
+            if dev_type is not None and "CUDA" in str(dev_type):
+                total_us += ev.device_time if hasattr(ev, "device_time") else ev.cuda_time
+                names.add(ev.name)
+        return total_us / calls / 1e6, sorted(names)[:20]
+    except Exception as e:  # noqa: BLE001
+        return None, [f"profiler failed: {type(e).__name__}"]
+
+
+def clocks() -> dict[str, Any]:
+    """SM clock, max SM clock and power limit from nvidia-smi (empty when unavailable)."""
+    import subprocess
+
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.max.sm,power.limit,temperature.gpu",
+                            "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
+        sm, sm_max, power, temp = (v.strip() for v in r.stdout.splitlines()[0].split(","))
+        return {"sm_mhz": float(sm), "sm_max_mhz": float(sm_max), "power_limit_w": float(power), "temp_c": float(temp)}
+    except Exception:  # noqa: BLE001
+        return {}
