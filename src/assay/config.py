@@ -29,6 +29,8 @@ class CheckConfig(BaseModel):
     build_timeout: float = Field(600.0, gt=0, description="seconds for import + compilation")
     require_custom_kernel: bool = True  # plain torch / library fallbacks are rejected unless allowed
     timing: bool = True
+    # named gates to switch off: only for showing, in tests, that a gate is what catches a cheat
+    gates_off: frozenset[str] = frozenset()
     cache_dir: Path = Field(default_factory=default_cache_dir)
     secret: bytes | None = None  # per-evaluation secret; random when None
     replay: str | None = None  # a case token from a verdict: run only that case

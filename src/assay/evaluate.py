@@ -49,7 +49,7 @@ def check(candidate: str | Path | Candidate, task: str | Path | Task, config: Ch
         if build.status is Status.passed:
             secret = cfg.secret or secrets.token_bytes(16)
             stages.append(run_gauntlet(t, worker, cfg.device, secret, cfg.time_budget, cfg.case_timeout,
-                                       replay=replay, log=log))
+                                       replay=replay, log=log, gates_off=cfg.gates_off))
             stages[-1].evidence["containment"] = {**worker.containment, "landlock": build.evidence.get("landlock")}
             stages += _later_stages(t, cand, worker, cfg, secret, replay is not None, stages[-1].status)
         else:
@@ -72,10 +72,12 @@ def _later_stages(t: Task, cand: Candidate, worker: Worker, cfg: CheckConfig, se
 
     if replaying or correctness is not Status.passed:
         return [StageResult(name="integrity", status=Status.skipped), StageResult(name="timing", status=Status.skipped)]
-    integ = run_integrity(t, worker, cfg.device, secret, cand.language, cfg.require_custom_kernel)
+    integ = run_integrity(t, worker, cfg.device, secret, cand.language,
+                          cfg.require_custom_kernel and "primitive" not in cfg.gates_off)
     if integ.status is Status.failed or not cfg.timing:
         return [integ, StageResult(name="timing", status=Status.skipped)]
-    timing = run_timing(t, worker, cfg.device, secret, TimingConfig.for_device(cfg.device), cache_dir=cfg.cache_dir)
+    tcfg = TimingConfig.for_device(cfg.device, gates_off=cfg.gates_off)
+    timing = run_timing(t, worker, cfg.device, secret, tcfg, cache_dir=cfg.cache_dir)
     return [integ, timing]
 
 

@@ -20,6 +20,8 @@ _perf_counter = time.perf_counter  # captured at import, before any candidate
 
 
 class Flusher:
+    buf: Any = None
+
     def __init__(self, device: str) -> None:
         self.buf = None
         if device == "cuda":
@@ -55,33 +57,48 @@ def reset_persisting_l2() -> str:
 
 def cold_samples(fn: Callable[..., Any], sets: Sequence[Sequence[Any]], n: int, device: str,
                  flusher: Flusher | None = None, start_index: int = 0) -> tuple[list[float], list[float], Any]:
-    """``n`` cold samples in seconds; also the host wall time of each, and the last output."""
+    """``n`` cold samples in seconds, the escape time of each (CUDA), and the last output.
+
+    CUDA: ``start``, then the call, then ``end_tight`` on the current stream; then a device-wide
+    synchronize and ``end_sync``. The sample is ``end_tight - start``; ``escape`` =
+    ``end_sync - end_tight`` is the host round trip plus any work the call left running on
+    other streams. The caller compares escape with that of an empty call: work escaping the
+    timed stream shows up there (and is then charged to the candidate).
+    """
     out: Any = None
-    times, walls = [], []
+    times, escapes = [], []
     if device == "cuda":
         flusher = flusher or Flusher(device)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start, tight, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
         for i in range(n):
             x = sets[(start_index + i) % len(sets)]
             flusher()
             torch.cuda.synchronize()
-            w0 = _perf_counter()
             start.record()
             out = fn(*x)
+            tight.record()
             torch.cuda.synchronize()
             end.record()
             end.synchronize()
-            walls.append(_perf_counter() - w0)
-            times.append(start.elapsed_time(end) / 1e3)
+            times.append(start.elapsed_time(tight) / 1e3)
+            escapes.append(tight.elapsed_time(end) / 1e3)
     else:
         for i in range(n):
             x = sets[(start_index + i) % len(sets)]
             w0 = _perf_counter()
             out = fn(*x)
-            dt = _perf_counter() - w0
-            times.append(dt)
-            walls.append(dt)
-    return times, walls, out
+            times.append(_perf_counter() - w0)
+            escapes.append(0.0)
+    return times, escapes, out
+
+
+def null_escape(device: str, n: int = 20) -> float:
+    """Median escape time of an empty call: the host round trip of the synchronize."""
+    if device != "cuda":
+        return 0.0
+    _, esc, _ = cold_samples(lambda: None, [[]], n, device, Flusher.__new__(Flusher))
+    esc.sort()
+    return esc[len(esc) // 2]
 
 
 def hot_time(fn: Callable[..., Any], x: Sequence[Any], reps: int = 20, replays: int = 10) -> tuple[float | None, str]:

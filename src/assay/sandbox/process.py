@@ -59,8 +59,16 @@ class Limits:
     fsize_bytes: int = 2 << 30
     nproc_extra: int = 512  # beyond the user's current process count (threads count too)
     pids_max: int = 512  # cgroup pids.max
-    memory_bytes: int | None = None  # host memory cap (cgroup memory.max; RLIMIT_DATA on CPU)
+    # host memory cap (cgroup v2 memory.max; RLIMIT_DATA on CPU-only workers): half the RAM
+    memory_bytes: int | None = field(default_factory=lambda: _half_ram())
     cpu_seconds: int = 3600
+
+
+def _half_ram() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError):
+        return None
 
 
 def clean_env(extra: dict[str, str]) -> dict[str, str]:

@@ -204,6 +204,7 @@ def iter_shrinks(task: Task, case: Case) -> Iterator[Case]:
         dim = task.dims.get(k)
         if dim is None:
             continue
-        for s in sorted({dim.clamp(x) for x in (*SMALL, v // 4, v // 2, v - 1) if x >= 1}):
+        near = {b for b in boundary_values(dim.low, max(dim.low, v - 1), dim.multiple_of)}
+        for s in sorted({dim.clamp(x) for x in (*SMALL, *near, v // 4, v // 2, v - 1) if x >= 1}):
             if s < v:
                 yield replace(case, kind="shrink", dims={**case.dims, k: s})

@@ -56,7 +56,8 @@ class CandidateCrashed(Exception):
         self.finding = finding
 
 
-def run_case(task: Task, case: Case, worker: Worker, device: str, timeout: float) -> Outcome:
+def run_case(task: Task, case: Case, worker: Worker, device: str, timeout: float,
+             gates_off: frozenset[str] = frozenset()) -> Outcome:
     inputs = make_inputs(task, case)
     try:
         ref = run_reference(task, case, inputs, device)
@@ -64,7 +65,9 @@ def run_case(task: Task, case: Case, worker: Worker, device: str, timeout: float
         return Outcome(case, "skip", message=f"reference rejects this case: {e}")
     try:
         stability = case.kind in ("workload", "repeat") or case.seed % 8 == 0
-        resp = worker.request({"op": "run", "init": ref.init, "inputs": inputs, "stability": stability}, timeout)
+        stability = stability and "stability" not in gates_off
+        resp = worker.request({"op": "run", "init": ref.init, "inputs": inputs, "stability": stability,
+                               "poison": "poison" not in gates_off}, timeout)
     except WorkerDied as e:
         raise CandidateCrashed(_died(e, case)) from None
     if not resp.get("ok"):
@@ -75,11 +78,13 @@ def run_case(task: Task, case: Case, worker: Worker, device: str, timeout: float
                     message=f"candidate raised on case [{case.key()}]: {resp.get('error', '?')}",
                     evidence={"case": case.token(), "traceback": resp.get("traceback", "")})
         raise CandidateCrashed(f)
-    return judge(task, case, ref.out64, ref.out_d, resp, device, ref_tuple=ref.is_tuple)
+    return judge(task, case, ref.out64, ref.out_d, resp, device, gates_off=gates_off, ref_tuple=ref.is_tuple)
 
 
 def judge(task: Task, case: Case, out64: list[Any], out_d: list[Any], resp: dict[str, Any], device: str,
-          ref_tuple: bool | None = None) -> Outcome:
+          ref_tuple: bool | None = None, gates_off: frozenset[str] = frozenset()) -> Outcome:
+    """Metadata, integrity and values of one case. ``gates_off`` disables named gates (only to
+    show, in tests, that a gate is what catches a cheat): norm, mutation, alias, exact_type, stability."""
     outs, meta = resp.get("outputs") or [], resp.get("meta") or []
     o = Outcome(case, "pass", outputs_meta=meta)
     if ref_tuple is not None and bool(resp.get("tuple")) != ref_tuple:
@@ -88,18 +93,18 @@ def judge(task: Task, case: Case, out64: list[Any], out_d: list[Any], resp: dict
     if len(outs) != len(out64) or len(meta) != len(outs):
         return _fail(o, Category.metadata, f"returned {len(outs)} outputs, the reference returns {len(out64)}")
     o.threads_left = int(resp.get("threads_delta") or 0)
-    if resp.get("changed_after_return"):
+    if resp.get("changed_after_return") and "stability" not in gates_off:
         return _fail(o, Category.integrity, f"output(s) {resp['changed_after_return']} changed after the call "
                      "returned (work escaping on a side stream or a background thread)")
     mutated = resp.get("mutated") or []
-    if mutated and not task.mutates_inputs:
+    if mutated and not task.mutates_inputs and "mutation" not in gates_off:
         return _fail(o, Category.integrity, f"mutated input(s) {mutated}, which the contract forbids")
     for i, (got, m, r64, rd) in enumerate(zip(outs, meta, out64, out_d)):
         if not isinstance(rd, torch.Tensor):
             continue
-        if not m.get("exact") or got is None:
+        if (not m.get("exact") or got is None) and "exact_type" not in gates_off:
             return _fail(o, Category.integrity, f"output {i} is a {m.get('type')}, not a plain torch.Tensor")
-        if m.get("aliases") and not task.mutates_inputs:
+        if m.get("aliases") and not task.mutates_inputs and "alias" not in gates_off:
             return _fail(o, Category.integrity, f"output {i} shares storage with input(s) {m['aliases']}")
         if list(got.shape) != list(rd.shape):
             return _fail(o, Category.metadata, f"output {i} has shape {list(got.shape)}, expected {list(rd.shape)}")
@@ -108,7 +113,7 @@ def judge(task: Task, case: Case, out64: list[Any], out_d: list[Any], resp: dict
         if m.get("device") != device:
             return _fail(o, Category.metadata, f"output {i} is on {m.get('device')}, expected {device}")
         tol = _tolerance(task, rd.dtype, r64, rd)
-        c = cmp.compare(got, r64, tol)
+        c = cmp.compare(got, r64, tol, norm="norm" not in gates_off)
         o.max_abs_err = max(o.max_abs_err, c.max_abs_err)
         o.norm_err = max(o.norm_err, c.norm_err)
         if not c.ok:
@@ -140,7 +145,8 @@ def _died(e: WorkerDied, case: Case) -> Finding:
 
 def run_gauntlet(task: Task, worker: Worker, device: str, secret: bytes, time_budget: float,
                  case_timeout: float, replay: Case | None = None,
-                 log: Callable[[str], None] | None = None, budget: Budget | None = None) -> StageResult:
+                 log: Callable[[str], None] | None = None, budget: Budget | None = None,
+                 gates_off: frozenset[str] = frozenset()) -> StageResult:
     t0 = time.monotonic()
     plan = Plan([replay]) if replay else plan_cases(task, device, secret, budget)
     if log:
@@ -156,7 +162,7 @@ def run_gauntlet(task: Task, worker: Worker, device: str, secret: bytes, time_bu
             elapsed = time.monotonic() - t0
             if elapsed > time_budget and len(outcomes) >= MIN_CASES and case.kind != "workload":
                 break
-            out = run_case(task, case, worker, device, case_timeout)
+            out = run_case(task, case, worker, device, case_timeout, gates_off)
             outcomes.append(out)
             if log:
                 log(f"  {out.status:4s} {case.key()} {out.message}")
@@ -164,7 +170,8 @@ def run_gauntlet(task: Task, worker: Worker, device: str, secret: bytes, time_bu
                 break
         failures = [o for o in outcomes if o.status == "fail"]
         if failures:
-            best = _minimise(task, failures, worker, device, case_timeout, deadline=time.monotonic() + max(5.0, time_budget / 3))
+            best = _minimise(task, failures, worker, device, case_timeout,
+                             deadline=time.monotonic() + max(5.0, time_budget / 3), gates_off=gates_off)
             stage.status = Status.failed
             stage.findings.append(best.finding(minimal=True))
             kinds = {(o.category, o.message.split(":")[0]) for o in failures if o is not best}
@@ -192,11 +199,11 @@ def run_gauntlet(task: Task, worker: Worker, device: str, secret: bytes, time_bu
 
 
 def _minimise(task: Task, failures: list[Outcome], worker: Worker, device: str, timeout: float,
-              deadline: float) -> Outcome:
+              deadline: float, gates_off: frozenset[str] = frozenset()) -> Outcome:
     """The smallest shape and simplest value class that still fails (bounded search)."""
     best = min(failures, key=lambda o: (o.numel, SIMPLICITY.get(o.case.values, 9)))
     if best.case.values != "normal" and best.category is Category.correctness:
-        trial = run_case(task, _with(best.case, values="normal"), worker, device, timeout)
+        trial = run_case(task, _with(best.case, values="normal"), worker, device, timeout, gates_off)
         if trial.status == "fail":
             best = trial
     improved = True
@@ -205,7 +212,7 @@ def _minimise(task: Task, failures: list[Outcome], worker: Worker, device: str, 
         for smaller in iter_shrinks(task, best.case):
             if time.monotonic() > deadline:
                 break
-            trial = run_case(task, smaller, worker, device, timeout)
+            trial = run_case(task, smaller, worker, device, timeout, gates_off)
             if trial.status == "fail" and trial.category == best.category:
                 best, improved = trial, True
                 break
