@@ -220,8 +220,10 @@ def _time_shape(task: Task, case: Case, weight: float, worker: Worker, device: s
                 "cached or replayed results?")))
             return result
         escapes = [float(e) for e in r.get("escapes") or [0.0] * len(times)]
-        cand_escape += [e - null for e in escapes]
-        times = _charged(times, escapes, null)
+        # the worker's own empty-call round trip (bounded, so a forged value cannot hide work)
+        wnull = min(float(r.get("null_escape") or null), 3 * null + 5e-6)
+        cand_escape += [e - wnull for e in escapes]
+        times = _charged(times, escapes, wnull)
         for t in times:
             stop.add(t)
         cand += times
@@ -239,7 +241,7 @@ def _time_shape(task: Task, case: Case, weight: float, worker: Worker, device: s
     if device == "cuda" and cand_escape:
         excess = statistics.median(cand_escape)
         result["escape_s"] = excess
-        if excess > max(5e-6, 0.05 * result["candidate"]["median"]) and "stability" not in cfg.gates_off:
+        if excess > max(10e-6, 0.1 * result["candidate"]["median"]) and "stability" not in cfg.gates_off:
             stage.findings.append(Finding(category=Category.integrity, rejects=True, message=(
                 f"work escapes the timed stream at {case.dims}: {excess * 1e6:.1f} us run after the call's "
                 "stream finished (side stream or background thread); charged to the candidate")))

@@ -16,6 +16,7 @@ Containment, strongest available first (what was used is reported in ``Worker.co
 from __future__ import annotations
 
 import fcntl
+import glob
 import os
 import resource
 import shutil
@@ -75,6 +76,17 @@ def clean_env(extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k in ENV_ALLOW}
     env.update(extra)
     return {k: v for k, v in env.items() if not any(w in k.upper() for w in ENV_DENY_WORDS)}
+
+
+# Device files a worker may open for writing. Not /dev as a whole: /dev/shm is a host-wide tmpfs
+# (files written there outlive the worker and reach the next candidate), and block devices live in
+# /dev (writable by a worker that runs as root without a user namespace, as CUDA workers do).
+DEV_WRITABLE = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+
+
+def writable_devices() -> list[str]:
+    """DEV_WRITABLE plus the NVIDIA driver's nodes (the CUDA driver opens them read-write)."""
+    return [*DEV_WRITABLE, *sorted(glob.glob("/dev/nvidia*")), *sorted(glob.glob("/dev/dri/render*"))]
 
 
 _CUDA_PROBE = "import ctypes,sys; sys.exit(ctypes.CDLL('libcuda.so.1').cuInit(0))"
@@ -170,7 +182,7 @@ class Worker:
                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
         if self.cache_dir is not None:
             env["TRITON_CACHE_DIR"] = str(self.cache_dir / "triton")
-        writable = [str(self.tmp), "/dev"]
+        writable = [str(self.tmp), *writable_devices(), "/proc/self"]  # CUDA writes under /proc/self (error 304 without)
         if self.cache_dir is not None:
             writable.append(str(self.cache_dir / "triton"))
         if "TORCH_EXTENSIONS_DIR" in self.extra_env:

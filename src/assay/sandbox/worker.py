@@ -59,6 +59,7 @@ class _State:
         self.flusher: Any = None
         self.landlock = ""
         self.l2_reset = ""
+        self.null_escape: float | None = None
 
 
 def _load(st: _State, req: dict[str, Any]) -> dict[str, Any]:
@@ -234,10 +235,12 @@ def _time(st: _State, req: dict[str, Any]) -> dict[str, Any]:
                 target[int(i)].view(-1)[int(off):int(off) + vals.numel()] = vals.to(target[int(i)].device)
         if st.device == "cuda" and not st.l2_reset:
             st.l2_reset = timing.reset_persisting_l2()
+        if st.null_escape is None:
+            st.null_escape = timing.null_escape(st.device)
         times, escapes, out = timing.cold_samples(st.fn, st.sets, int(req["n"]), st.device, st.flusher,
                                                   start_index=int(req.get("start", 0)))
     return {"ok": True, "times": times, "escapes": escapes, "output": _outputs_plain(out),
-            "tampered": _tampered(), "l2_reset": st.l2_reset}
+            "tampered": _tampered(), "l2_reset": st.l2_reset, "null_escape": st.null_escape}
 
 
 def _probe(st: _State, req: dict[str, Any]) -> dict[str, Any]:

@@ -170,7 +170,10 @@ def run_gauntlet(task: Task, worker: Worker, device: str, secret: bytes, time_bu
                 break
         failures = [o for o in outcomes if o.status == "fail"]
         if failures:
-            best = _minimise(task, failures, worker, device, case_timeout,
+            # an integrity violation (output changed after return, mutated input, ...) explains the
+            # wrong values seen on other cases: it is the reason reported, not their minimal case
+            integrity = [o for o in failures if o.category is Category.integrity]
+            best = _minimise(task, integrity or failures, worker, device, case_timeout,
                              deadline=time.monotonic() + max(5.0, time_budget / 3), gates_off=gates_off)
             stage.status = Status.failed
             stage.findings.append(best.finding(minimal=True))
