@@ -48,24 +48,26 @@ def assert_accepted(v: Verdict) -> None:
     assert v.reasons == []
 
 
-# -- gate pairs: (gate, candidate, task, check options, the gate's message) -----------------------------
+# -- gate pairs: (gate, candidate, task, check options, category, the gate's message) -----------------------
 # the rows of the table in docs/integrity.md
+I, C = Category.integrity, Category.correctness
 PAIRS = [
-    ("stability", "relu_late_overwrite", "relu", {}, "changed after the call returned"),
-    ("exact_type", "relu_lazy_subclass", "relu", {}, "not a plain torch.Tensor"),
-    ("alias", "relu_return_input", "relu_positive", {}, "shares storage with input"),
-    ("mutation", "relu_zero_input", "relu", {}, "mutated input(s) [0]"),
-    ("tamper", "relu_fake_clock", "relu", {"timing": True}, "timing functions replaced by the candidate"),
-    ("recheck", "relu_replay_after_n", "relu", {"timing": True}, "output computed inside the timing loop is wrong"),
-    ("primitive", "softmax_try_fallback", "softmax", {"require_custom_kernel": True}, "no custom kernel ran"),
-    ("primitive", "softmax_decoy_kernel", "softmax", {"require_custom_kernel": True}, "no custom kernel ran"),
+    ("stability", "relu_late_overwrite", "relu", {}, I, "changed after the call returned"),
+    ("exact_type", "relu_lazy_subclass", "relu", {}, I, "not a plain torch.Tensor"),
+    ("alias", "relu_return_input", "relu_positive", {}, I, "shares storage with input"),
+    ("mutation", "relu_zero_input", "relu", {}, I, "mutated input(s) [0]"),
+    ("norm", "tiny_scale_zeros", "tiny_scale_unit", {}, C, "relative norm error"),
+    ("tamper", "relu_fake_clock", "relu", {"timing": True}, I, "timing functions replaced by the candidate"),
+    ("recheck", "relu_replay_after_n", "relu", {"timing": True}, I, "output computed inside the timing loop is wrong"),
+    ("primitive", "softmax_try_fallback", "softmax", {"require_custom_kernel": True}, I, "no custom kernel ran"),
+    ("primitive", "softmax_decoy_kernel", "softmax", {"require_custom_kernel": True}, I, "no custom kernel ran"),
 ]
 
 
-@pytest.mark.parametrize("gate, candidate, task, opts, text", PAIRS, ids=[f"{p[0]}-{p[1]}" for p in PAIRS])
-def test_gate_rejects_cheat_and_is_what_rejects_it(gate, candidate, task, opts, text):
+@pytest.mark.parametrize("gate, candidate, task, opts, category, text", PAIRS, ids=[f"{p[0]}-{p[1]}" for p in PAIRS])
+def test_gate_rejects_cheat_and_is_what_rejects_it(gate, candidate, task, opts, category, text):
     on = run(candidate, task, **opts)
-    assert_rejected(on, Category.integrity, text)
+    assert_rejected(on, category, text)
     off = run(candidate, task, gates_off=frozenset({gate}), **opts)
     assert_accepted(off)
 
@@ -121,6 +123,17 @@ def test_cache_by_shape_is_a_correctness_failure():
     corr = v.stage("correctness")
     assert corr.evidence["failed"] >= 1
     assert "repeat" in corr.evidence["kinds"]
+
+
+# -- timer tampering ---------------------------------------------------------------------------------------------
+def test_slowed_worker_clock_is_caught_by_tamper_and_would_fake_a_10x_speedup():
+    """The candidate swaps the clock of the worker's own timing module. With the gate on: rejected.
+    With it off: accepted, with a ~10x 'speedup' over eager for what is plain torch.relu."""
+    v = run("relu_fake_timing_clock", "relu", timing=True)
+    assert_rejected(v, Category.integrity, "assay timing clock")
+    off = run("relu_fake_timing_clock", "relu", timing=True, gates_off=frozenset({"tamper"}))
+    assert_accepted(off)
+    assert off.stage("timing").evidence["geomean_speedup"]["eager"] > 3
 
 
 # -- timing-loop replay --------------------------------------------------------------------------------------------

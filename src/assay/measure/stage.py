@@ -188,7 +188,7 @@ def _time_shape(task: Task, case: Case, weight: float, worker: Worker, device: s
     cand_rounds: list[float] = []  # one median per interleaved round: the pairs for the speedup CI
     base_rounds: dict[str, list[float]] = {n: [] for n in baselines}
     start_i, rounds, per_round = 0, 0, cfg.per_round
-    while not stop.done:
+    while not stop.done or rounds < 3:  # at least 3 interleaved rounds for the paired CI
         last = (start_i + per_round - 1) % cfg.sets
         chunks = _fresh_chunks(task, sets[last], derive_seed(secret, f"timing/{case.key()}/round{rounds}"))
         for i, off, vals in chunks:

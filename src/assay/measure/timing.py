@@ -72,9 +72,8 @@ def cold_samples(fn: Callable[..., Any], sets: Sequence[Sequence[Any]], n: int, 
         start, tight, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
         for i in range(n):
             x = sets[(start_index + i) % len(sets)]
-            flusher()
-            torch.cuda.synchronize()
-            start.record()
+            flusher()  # no synchronize here: the flush keeps the GPU busy while the call is launched,
+            start.record()  # so host launch latency stays out of the sample (as in do_bench)
             out = fn(*x)
             tight.record()
             torch.cuda.synchronize()
@@ -96,7 +95,8 @@ def null_escape(device: str, n: int = 20) -> float:
     """Median escape time of an empty call: the host round trip of the synchronize."""
     if device != "cuda":
         return 0.0
-    _, esc, _ = cold_samples(lambda: None, [[]], n, device, Flusher.__new__(Flusher))
+    # a short pending kernel, so the synchronize really waits (its wake-up latency is the baseline)
+    _, esc, _ = cold_samples(lambda: torch.cuda._sleep(2000), [[]], n, device, Flusher.__new__(Flusher))
     esc.sort()
     return esc[len(esc) // 2]
 
