@@ -117,8 +117,15 @@ def _run(st: _State, req: dict[str, Any]) -> dict[str, Any]:
     t0 = _perf_counter()
     with torch.no_grad():
         out = fn(*inputs)
+    pending: list[int] = []
     if dev == "cuda":
+        # read the outputs after only the caller's stream is done, then again after a device-wide
+        # synchronize: a difference means work was left running on another stream
+        torch.cuda.current_stream().synchronize()
+        early = [_digest(o) for o in (list(out) if isinstance(out, (tuple, list)) else [out])]
         torch.cuda.synchronize()
+        late = [_digest(o) for o in (list(out) if isinstance(out, (tuple, list)) else [out])]
+        pending = [i for i, (a, b) in enumerate(zip(early, late)) if a != b]
     call_s = _perf_counter() - t0
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     meta, payload = [], []
@@ -143,7 +150,7 @@ def _run(st: _State, req: dict[str, Any]) -> dict[str, Any]:
     payload = [p.clone() if isinstance(p, torch.Tensor) else p for p in payload] if changed else payload
     return {"ok": True, "outputs": payload, "meta": meta, "tuple": isinstance(out, (tuple, list)),
             "mutated": mutated, "call_s": call_s, "threads_delta": threading.active_count() - threads_before,
-            "changed_after_return": changed}
+            "changed_after_return": changed + [i for i in pending if i not in changed]}
 
 
 def _plain(o: Any) -> Any:
