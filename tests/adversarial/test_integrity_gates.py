@@ -126,14 +126,28 @@ def test_cache_by_shape_is_a_correctness_failure():
 
 
 # -- timer tampering ---------------------------------------------------------------------------------------------
-def test_slowed_worker_clock_is_caught_by_tamper_and_would_fake_a_10x_speedup():
-    """The candidate swaps the clock of the worker's own timing module. With the gate on: rejected.
-    With it off: accepted, with a ~10x 'speedup' over eager for what is plain torch.relu."""
-    v = run("relu_fake_timing_clock", "relu", timing=True)
-    assert_rejected(v, Category.integrity, "assay timing clock")
-    off = run("relu_fake_timing_clock", "relu", timing=True, gates_off=frozenset({"tamper"}))
+@pytest.mark.parametrize("candidate, text", [
+    ("relu_fake_timing_clock", "assay timing clock"),  # the timing module's clock replaced: identity check
+    ("relu_swap_timing_code", "shorter than the wall time"),  # identities kept, code swapped: outside clock
+])
+def test_faked_worker_clock_is_caught_by_tamper_and_would_fake_a_10x_speedup(candidate, text):
+    """The candidate makes the worker's timing loop report samples 10x too short. With the gate on:
+    rejected. With it off: accepted, with a ~10x 'speedup' over eager for what is plain torch.relu."""
+    v = run(candidate, "relu", timing=True)
+    assert_rejected(v, Category.integrity, text)
+    off = run(candidate, "relu", timing=True, gates_off=frozenset({"tamper"}))
     assert_accepted(off)
     assert off.stage("timing").evidence["geomean_speedup"]["eager"] > 3
+
+
+def test_honest_timing_is_close_to_the_outside_wall_clock():
+    """LOOK-ALIKE for the outside-clock check: plain torch.relu (a few microseconds a call, where the
+    per-request overhead weighs most) stays far below the limit."""
+    v = run("relu_torch", "relu", timing=True)
+    assert_accepted(v)
+    (shape,) = v.stage("timing").evidence["shapes"]
+    assert shape["wall_ratio"] < 6, shape["wall_ratio"]
+    assert 0.3 < v.stage("timing").evidence["geomean_speedup"]["eager"] < 3
 
 
 # -- timing-loop replay --------------------------------------------------------------------------------------------

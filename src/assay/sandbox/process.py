@@ -183,6 +183,8 @@ class Worker:
         if self.cache_dir is not None:
             env["TRITON_CACHE_DIR"] = str(self.cache_dir / "triton")
         writable = [str(self.tmp), *writable_devices(), "/proc/self"]  # CUDA writes under /proc/self (error 304 without)
+        if self.device == "cuda":
+            writable.append("/dev/shm")  # CUDA IPC; the restricted /dev list is not yet verified on a GPU
         if self.cache_dir is not None:
             writable.append(str(self.cache_dir / "triton"))
         if "TORCH_EXTENSIONS_DIR" in self.extra_env:
