@@ -106,6 +106,70 @@ def print_verdict(v: Verdict) -> None:
 
 
 @app.command()
+def optimize(
+    task: Optional[Path] = typer.Argument(None, help="native task file or KernelBench problem"),
+    generator: list[str] = typer.Option([], "--generator", "-g",
+                                        help="builtin | openai:MODEL | anthropic:MODEL | agent:COMMAND (repeatable)"),
+    budget: int = typer.Option(12, "--budget", help="most candidates to evaluate"),
+    time_budget: float = typer.Option(900.0, "--time-budget", help="seconds for the whole run"),
+    check_budget: float = typer.Option(10.0, "--check-budget", help="seconds of correctness cases per candidate"),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu or cuda (default: cuda when available)"),
+    out_file: Path = typer.Option(Path("best_kernel.py"), "--out", help="where the answer is written"),
+    json_out: bool = typer.Option(False, "--json", help="print a JSON summary on stdout"),
+    resume: Optional[int] = typer.Option(None, "--resume", help="continue run RUN from the store"),
+    usd_budget: Optional[float] = typer.Option(None, "--usd-budget", help="stop after spending this much on LLM calls"),
+    price_in: float = typer.Option(0.0, "--price-in", help="USD per input token (LLM generators)"),
+    price_out: float = typer.Option(0.0, "--price-out", help="USD per output token (LLM generators)"),
+    db: str = typer.Option(default_db_url(), "--db", help="SQLAlchemy URL of the store"),
+) -> None:
+    """Search for a faster kernel: propose, check, keep the best; never slower than a baseline."""
+    import json as _json
+
+    from assay.report.acceptance import render, summary_json
+    from assay.search.budget import Budget
+    from assay.search.factory import make_generators
+    from assay.search.loop import Supervisor
+    from assay.store.db import Store
+    from assay.store.runs import RunStore
+    from assay.task import load_task
+
+    if device not in (None, "cpu", "cuda"):
+        _fail(UserError(f"--device must be cpu or cuda, not {device!r}"))
+    try:
+        runs = RunStore(Store(db))
+        if resume is not None:
+            row = runs.run(resume)
+            if row is None:
+                raise UserError(f"no run with id {resume}", db)
+            task = Path(row.task_path)
+        if task is None:
+            raise UserError("name a task file (or --resume RUN)")
+        t = load_task(task)
+        cfg = CheckConfig.for_device(device, time_budget=check_budget)
+        gens = make_generators(generator, t, cfg.device, price_in=price_in, price_out=price_out)
+        log = (lambda s: err.print(s, markup=False, highlight=False))
+        sup = Supervisor(t, gens, cfg, Budget(candidates=budget, seconds=time_budget, usd=usd_budget), runs, run_id=resume,
+                         progress=log)
+        result = sup.run()
+    except UserError as e:
+        _fail(e)
+        return
+    win = result.best or result.baseline_best
+    if win is not None:
+        out_file.write_text(win.source)
+        out_file.with_suffix(".report.md").write_text(render(t, result))
+    summary = summary_json(t, result)
+    if json_out:
+        sys.stdout.write(_json.dumps(summary, indent=2) + "\n")
+    else:
+        msg = ("a generated kernel beat every baseline" if result.beat_baselines
+               else "nothing beat the best baseline; the answer is the baseline")
+        out.print(f"run {result.run_id}: {msg}; answer {summary['answer']} written to {out_file}; "
+                  f"speedups {summary['speedups']}; spent {result.spent}; stop: {result.stop_reason}")
+    raise typer.Exit(0 if win is not None else 1)
+
+
+@app.command()
 def history(
     limit: int = typer.Option(20, "--limit", "-n"),
     db: str = typer.Option(default_db_url(), "--db", help="SQLAlchemy URL of the store"),

@@ -1,0 +1,1 @@
+"""Reports written from verdicts and runs."""

@@ -1,0 +1,1 @@
+"""The search: generators propose, the evaluator judges, the supervisor keeps the best."""
