@@ -43,7 +43,10 @@ class Entry:
 
     @property
     def eligible(self) -> bool:
-        return self.verdict.accepted and self.score is not None and not slower_than_a_baseline(self.verdict)
+        """Accepted, timed, and (for a generated kernel) not slower than any baseline."""
+        if not (self.verdict.accepted and self.score is not None):
+            return False
+        return self.generator.startswith("library:") or not slower_than_a_baseline(self.verdict)
 
 
 @dataclass
@@ -62,8 +65,9 @@ class Supervisor:
     def __init__(self, task: Task, generators: list[Generator], cfg: CheckConfig, budget: Budget,
                  runs: RunStore, run_id: int | None = None, debug_rounds: int = 3,
                  progress: Callable[[str], None] | None = None,
-                 library: tuple[str, ...] = ("eager", "compile")) -> None:
-        self.library = library
+                 library: tuple[str, ...] | None = None) -> None:
+        # torch.compile on the CPU spends tens of seconds compiling for a target that is not ours
+        self.library = library or (("eager", "compile") if cfg.device == "cuda" else ("eager",))
         self.task, self.generators, self.cfg, self.budget = task, generators, cfg, budget
         self.runs, self.debug_rounds, self.progress = runs, debug_rounds, progress or (lambda s: None)
         self.novelty = NoveltyFilter()
