@@ -136,7 +136,10 @@ def optimize(
     if device not in (None, "cpu", "cuda"):
         _fail(UserError(f"--device must be cpu or cuda, not {device!r}"))
     try:
-        runs = RunStore(Store(db))
+        from assay.knowledge.memory import Memory
+
+        store = Store(db)
+        runs = RunStore(store)
         if resume is not None:
             row = runs.run(resume)
             if row is None:
@@ -149,7 +152,7 @@ def optimize(
         gens = make_generators(generator, t, cfg.device, price_in=price_in, price_out=price_out)
         log = (lambda s: err.print(s, markup=False, highlight=False))
         sup = Supervisor(t, gens, cfg, Budget(candidates=budget, seconds=time_budget, usd=usd_budget), runs, run_id=resume,
-                         progress=log)
+                         progress=log, memory=Memory(store))
         result = sup.run()
     except UserError as e:
         _fail(e)

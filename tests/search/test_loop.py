@@ -148,3 +148,26 @@ def test_novelty_filter_catches_reformatted_and_near_duplicates():
     assert "identical" in f.check(a.replace("    m = offs", "    # a comment\n    m = offs"))
     assert "near-duplicate" in f.check(a.replace("BLOCK=128", "BLOCK=256"))
     assert f.check("def scale(x):\n    return x + x + x\n") is None
+
+
+def test_caught_cheats_are_written_back_and_winners_retrieved(setup):
+    from assay.knowledge.memory import Memory
+
+    task, cfg, runs, tmp = setup
+    memory = Memory(Store(f"sqlite:///{tmp}/db.sqlite"))
+
+    class Cheat(Scripted):
+        def propose(self, req):
+            return P("def scale(x):\n    y = x * 3.0\n    x.zero_()\n    return y\n")
+
+    sup = Supervisor(task, [Cheat()], cfg.model_copy(update={"timing": False}), Budget(candidates=1, seconds=300),
+                     runs, library=("eager",), memory=memory)
+    sup.run()
+    cheats = memory.retrieve(sup.signature, sup.hardware, kind="cheat")
+    assert len(cheats) == 1 and "x.zero_()" in cheats[0].source and "integrity" in cheats[0].summary
+    assert sup.signature == "mul"
+    # a winner stored for this signature is handed to the next run's generators as an example
+    memory.add("winner", task, sup.hardware, "def scale(x):\n    return x * 3\n", "fast", {}, signature="mul")
+    again = Supervisor(task, [Scripted()], cfg, Budget(candidates=0, seconds=300), runs, library=("eager",),
+                       memory=memory)
+    assert again.examples == ["def scale(x):\n    return x * 3\n"]

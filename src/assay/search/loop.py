@@ -65,9 +65,18 @@ class Supervisor:
     def __init__(self, task: Task, generators: list[Generator], cfg: CheckConfig, budget: Budget,
                  runs: RunStore, run_id: int | None = None, debug_rounds: int = 3,
                  progress: Callable[[str], None] | None = None,
-                 library: tuple[str, ...] | None = None) -> None:
+                 library: tuple[str, ...] | None = None, memory: Any = None) -> None:
         # torch.compile on the CPU spends tens of seconds compiling for a target that is not ours
         self.library = library or (("eager", "compile") if cfg.device == "cuda" else ("eager",))
+        self.memory = memory
+        self.hardware = _hardware(cfg)
+        self.signature = ""
+        self.examples: list[str] = []
+        if memory is not None:
+            from assay.knowledge.memory import op_signature
+
+            self.signature = op_signature(task, cfg.device)
+            self.examples = [r.source for r in memory.retrieve(self.signature, self.hardware)]
         self.task, self.generators, self.cfg, self.budget = task, generators, cfg, budget
         self.runs, self.debug_rounds, self.progress = runs, debug_rounds, progress or (lambda s: None)
         self.novelty = NoveltyFilter()
@@ -136,8 +145,8 @@ class Supervisor:
     def _one_proposal(self, gen: Generator, mode: str = "new", attempts: list[Attempt] | None = None,
                       parent: int | None = None, rounds_left: int | None = None, last_err: float | None = None,
                       stale: int = 0) -> bool:
-        req = Request(self.task.description or self.task.name, self.task.source, _hardware(self.cfg),
-                      [], attempts or self._attempts(), mode)
+        req = Request(self.task.description or self.task.name, self.task.source, self.hardware,
+                      list(self.examples), attempts or self._attempts(), mode)
         try:
             prop = gen.propose(req)
         except UserError:
@@ -197,10 +206,24 @@ class Supervisor:
                 beat = False
         result = RunResult(self.run_id, best if beat else None, base, beat, held, list(self.entries),
                            self.spent.as_dict(), stop)
+        self._write_back(best if beat else None)
         self.runs.finish(self.run_id, {"stop": stop, "beat_baselines": beat,
                                        "best_seq": (best.seq if beat and best else base.seq if base else None),
                                        "spent": self.spent.as_dict()})
         return result
+
+    def _write_back(self, winner: Entry | None) -> None:
+        """Every accepted winner and every caught cheat goes into the knowledge base."""
+        if self.memory is None:
+            return
+        prov = {"run": self.run_id, "task": self.task.name}
+        if winner is not None:
+            self.memory.add("winner", self.task, self.hardware, winner.source, summarize(winner.verdict),
+                            {**prov, "generator": winner.generator}, signature=self.signature)
+        for e in self.entries:
+            if not e.generator.startswith("library:") and Category.integrity in e.verdict.categories:
+                self.memory.add("cheat", self.task, self.hardware, e.source, summarize(e.verdict),
+                                {**prov, "generator": e.generator}, signature=self.signature)
 
     def held_out(self, e: Entry) -> Verdict:
         """Re-verify on shapes and seeds never shown to a generator: a fresh secret and perturbed workloads."""
