@@ -73,6 +73,7 @@ class Trace:
     output_shape: tuple[int, ...] | None = None  # None: not a single tensor
     output_dtype: torch.dtype | None = None
     row_len: int = 0  # the largest last dim of input 0 over the task's workloads
+    row_limit: int = 0  # the largest last dim of input 0 the task admits (its Dim's high)
     problem: str | None = None  # why no template applies (the trace failed, hidden parameters, ...)
 
     def calls(self, name: str) -> list[OpCall]:
@@ -144,6 +145,10 @@ def trace_task(task: Task, max_elems: int = 4096) -> Trace:
         tr.arity = len(shapes)
         rows = [task.input_shapes(dict(w.dims)) for w in task.workloads]
         tr.row_len = max((s[0][-1] for s in rows if s and len(s[0]) >= 1), default=0)
+        tr.row_limit = tr.row_len
+        if task.inputs and task.inputs[0].shape:
+            last = task.inputs[0].shape[-1]
+            tr.row_limit = task.dims[last].high if isinstance(last, str) else int(last)
         case = Case("trace", dims, task.dtypes[0], "normal", tuple("contiguous" for _ in shapes), seed=0)
         inputs = make_inputs(task, case)
         tr.input_shapes = [tuple(x.shape) if isinstance(x, torch.Tensor) else () for x in inputs]

@@ -67,6 +67,9 @@ def reference_ops(task: Task, case: Case, inputs: list[Any], device: str) -> set
 
 def run_integrity(task: Task, worker: Worker, device: str, secret: bytes, language: str,
                   require_custom_kernel: bool) -> StageResult:
+    import time
+
+    t0 = time.monotonic()
     stage = StageResult(name="integrity", status=Status.passed)
     shapes, fallback_w, total_w = [], 0.0, 0.0
     contig = tuple("contiguous" for _ in task.inputs)
@@ -115,4 +118,5 @@ def run_integrity(task: Task, worker: Worker, device: str, secret: bytes, langua
         stage.status = Status.failed
     elif stage.findings:
         stage.status = Status.warning
+    stage.seconds = time.monotonic() - t0
     return stage

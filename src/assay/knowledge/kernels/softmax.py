@@ -109,8 +109,10 @@ def $ENTRY(x):
 '''
 
 
-def _accepts(op: str):  # noqa: ANN202
+def _accepts(op: str, max_row: int | None = None):  # noqa: ANN202
     def accepts(tr: Trace) -> dict[str, Any] | None:
+        if max_row is not None and tr.row_limit > max_row:
+            return None  # a row must fit one block: Triton caps a block at 2**20 elements
         call = tr.one(op)
         if call is None or len(call.tensors()) != 1:
             return None
@@ -134,12 +136,13 @@ def _looped_first(info: dict[str, Any]) -> float:
 SINGLE_PARAMS = {"BLOCK_M": [1, 2, 4, 8, 16], "num_warps": [1, 2, 4, 8, 16]}
 LOOPED_PARAMS = {"BLOCK_N": [512, 1024, 2048, 4096, 8192], "num_warps": [2, 4, 8, 16], "num_stages": [1, 2, 3, 4]}
 MAX_TILE = "8192"  # elements per program in the single-block kernel (BLOCK_M is clamped to it)
+SINGLE_MAX_ROW = 1 << 20  # Triton's largest block: longer rows only through the looped templates
 
 softmax = KernelTemplate(
     name="softmax", family="softmax", op_signature=frozenset({"_softmax"}),
     params=SINGLE_PARAMS, defaults={"BLOCK_M": 1, "num_warps": 4}, arity=1, source=SINGLE,
     constants={"LOG": "False", "TITLE": "softmax", "MAX_TILE": MAX_TILE},
-    accepts=_accepts("_softmax"), prefer=_single_first,
+    accepts=_accepts("_softmax", SINGLE_MAX_ROW), prefer=_single_first,
     description="softmax over the last dim, BLOCK_M rows per program, each row in one block")
 
 softmax_looped = KernelTemplate(
@@ -153,7 +156,7 @@ log_softmax = KernelTemplate(
     name="log_softmax", family="log_softmax", op_signature=frozenset({"_log_softmax"}),
     params=SINGLE_PARAMS, defaults={"BLOCK_M": 1, "num_warps": 4}, arity=1, source=SINGLE,
     constants={"LOG": "True", "TITLE": "log_softmax", "MAX_TILE": MAX_TILE},
-    accepts=_accepts("_log_softmax"), prefer=_single_first,
+    accepts=_accepts("_log_softmax", SINGLE_MAX_ROW), prefer=_single_first,
     description="log_softmax over the last dim, BLOCK_M rows per program, each row in one block")
 
 log_softmax_looped = KernelTemplate(
