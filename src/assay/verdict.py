@@ -53,6 +53,15 @@ class StageResult(BaseModel):
     evidence: dict[str, Any] = Field(default_factory=dict)
 
 
+    def settle(self) -> "StageResult":
+        """Status from the findings: failed if any rejects, warning if any other, else as is."""
+        if any(f.rejects for f in self.findings):
+            self.status = Status.failed
+        elif self.findings and self.status is Status.passed:
+            self.status = Status.warning
+        return self
+
+
 class Reason(BaseModel):
     category: Category
     message: str

@@ -120,10 +120,7 @@ def run_timing(task: Task, worker: Worker, device: str, secret: bytes, cfg: Timi
         stage.findings.append(Finding(category=Category.performance, message=(
             f"SM clock dropped from {env_start['sm_mhz']:.0f} to {env_end['sm_mhz']:.0f} MHz during timing: "
             "measurement flagged")))
-    if any(f.rejects for f in stage.findings):
-        stage.status = Status.failed
-    elif stage.findings:
-        stage.status = Status.warning
+    stage.settle()
     stage.seconds = time.monotonic() - t0
     return stage
 

@@ -114,9 +114,6 @@ def run_integrity(task: Task, worker: Worker, device: str, secret: bytes, langua
         why = "plain torch" if language == "torch" else "its work is done by torch library operations"
         stage.findings.append(Finding(category=Category.integrity, rejects=True, message=(
             f"no custom kernel ran: {why} (an existing primitive; pass --allow-primitive to accept it)")))
-    if any(f.rejects for f in stage.findings):
-        stage.status = Status.failed
-    elif stage.findings:
-        stage.status = Status.warning
+    stage.settle()
     stage.seconds = time.monotonic() - t0
     return stage
