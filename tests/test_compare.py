@@ -49,3 +49,10 @@ def test_locate_names_the_last_columns():
     mask = torch.zeros(64, 1000, dtype=torch.bool)
     mask[3, 10:20] = True
     assert "columns 10..19 of 1000" in cmp.locate(mask) and "in 1 of 64 rows" in cmp.locate(mask)
+
+
+def test_overflow_to_inf_in_the_output_dtype_is_correct():
+    ref = torch.tensor([-3356298.0, 1.0], dtype=torch.float64)  # beyond float16's range (65504)
+    tol = cmp.fixed(torch.float16, 1e-3, 1e-3)
+    assert cmp.compare(torch.tensor([-float("inf"), 1.0], dtype=torch.float16), ref, tol).ok
+    assert not cmp.compare(torch.tensor([float("inf"), 1.0], dtype=torch.float16), ref, tol).ok

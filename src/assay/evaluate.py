@@ -38,7 +38,6 @@ def check(candidate: str | Path | Candidate, task: str | Path | Task, config: Ch
     # start the worker now: its interpreter and torch import overlap with the static scan
     worker = Worker(device=cfg.device, cache_dir=cfg.cache_dir, extra_env=_build_env(cand, cfg))
     worker.start()
-    _preload_dynamo()
     stages: list[StageResult] = []
 
     findings = scan(cand.source)
@@ -63,17 +62,6 @@ def check(candidate: str | Path | Candidate, task: str | Path | Task, config: Ch
     return Verdict(accepted=accepted, reasons=reasons, task={**t.describe(), "hash": _hash(t.source)},
                    candidate=cand_info, device=cfg.device, stages=stages,
                    environment=environment(cfg.device), seconds=time.monotonic() - t0)
-
-
-def _preload_dynamo() -> None:
-    """The integrity stage's dispatch trace imports torch._dynamo (~2-3 s): start that now, in the
-    background, while this thread mostly waits on the worker."""
-    import importlib
-    import sys
-    import threading
-
-    if "torch._dynamo" not in sys.modules:
-        threading.Thread(target=importlib.import_module, args=("torch._dynamo",), daemon=True).start()
 
 
 def _later_stages(t: Task, cand: Candidate, worker: Worker, cfg: CheckConfig, secret: bytes, replaying: bool,

@@ -184,7 +184,7 @@ def last_dim(dim: Any, ndim: int) -> bool:
     """``dim`` (an int or a one-element list) names the last dim of an ``ndim``-d tensor."""
     if isinstance(dim, (list, tuple)):
         if len(dim) != 1:
-            return ndim == 1 and len(dim) == 1
+            return False
         dim = dim[0]
     return isinstance(dim, int) and ndim >= 1 and dim in (-1, ndim - 1)
 
@@ -201,10 +201,10 @@ class KernelTemplate:
     name: str
     family: str
     op_signature: frozenset[str]  # the reference's aten compute ops (exact set) that identify the family
-    params: dict[str, list[Any]]  # the search space: name -> choices
+    params: dict[str, list[Any]]  # the search space: name -> choices (the default first)
     arity: int  # number of entry inputs
     source: str
-    defaults: dict[str, Any] = field(default_factory=dict)  # params not given here: their first choice
+    defaults: dict[str, Any] = field(default_factory=dict)  # moved to the front of their choices
     alt_signatures: tuple[frozenset[str], ...] = ()  # other spellings of the same computation
     constants: dict[str, str] = field(default_factory=dict)  # fixed substitutions of this template
     fields: Callable[[dict[str, Any]], dict[str, str]] | None = None  # task info -> substitutions
@@ -219,6 +219,14 @@ class KernelTemplate:
         unknown = set(self.defaults) - set(self.params)
         if unknown:
             raise ValueError(f"template {self.name}: defaults for unknown params {sorted(unknown)}")
+        # each choice list starts with its default, so ``params[k][0]`` is the default too
+        space: dict[str, list[Any]] = {}
+        for k, choices in self.params.items():
+            d = self.defaults.get(k, choices[0])
+            if d not in choices:
+                raise ValueError(f"template {self.name}: default {k}={d!r} is not one of its choices")
+            space[k] = [d, *(c for c in choices if c != d)]
+        self.params = space
 
     @property
     def signatures(self) -> tuple[frozenset[str], ...]:

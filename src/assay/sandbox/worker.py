@@ -302,8 +302,6 @@ def main() -> None:
         _guard_network()
     import torch  # noqa: F401  (warm up while the evaluator plans; not counted as build)
 
-    # the dispatch-mode trace needs torch._dynamo (~2 s to import): load it while idle
-    threading.Thread(target=importlib.import_module, args=("torch._dynamo",), daemon=True).start()
     for name in filter(None, os.environ.get("ASSAY_PREIMPORT", "").split(",")):
         try:
             importlib.import_module(name)
