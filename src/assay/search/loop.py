@@ -160,7 +160,8 @@ class Supervisor:
         if prop is None or getattr(prop, "source", None) is None:
             self.spent.candidates += 1
             return False
-        why = self.novelty.check(prop.source, near=(mode == "new"))
+        # tuned configurations of a template differ in a few numbers by design: exact repeats only
+        why = self.novelty.check(prop.source, near=(mode == "new" and not getattr(prop, "params", None)))
         if why is not None:
             self.progress(f"{gen.name}: skipped, {why}")
             return False
@@ -169,7 +170,7 @@ class Supervisor:
                 "prompt_hash": getattr(prop, "prompt_hash", ""), "usd": getattr(prop, "cost_usd", 0.0),
                 "tokens": int(getattr(prop, "tokens_in", 0) + getattr(prop, "tokens_out", 0)),
                 "params": getattr(prop, "params", None)}
-        e = self._evaluate(prop.source, gen.name, mode, parent, prov)
+        e = self._evaluate(prop.source, getattr(prop, "generator", None) or gen.name, mode, parent, prov)
         if hasattr(gen, "feedback"):
             gen.feedback(prop, e.verdict)
         self._maybe_debug(gen, e, rounds_left, last_err, stale)
