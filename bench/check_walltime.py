@@ -1,6 +1,6 @@
 """Wall time of `assay check` (the real CLI, a fresh process each run) for a small Triton task on CPU.
 
-Usage: python bench/check_walltime.py [--runs 3]
+Usage: python bench/check_walltime.py [--runs 3] [--no-timing]
 Prints one line per run and the median; the target is under 10 s.
 """
 
@@ -23,6 +23,7 @@ CAND = ROOT / "examples" / "softmax_triton.py"
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--no-timing", action="store_true", help="pass --no-timing to assay check")
     args = ap.parse_args()
     times = []
     with tempfile.TemporaryDirectory() as d:
@@ -30,7 +31,8 @@ def main() -> None:
         for i in range(args.runs):
             t0 = time.perf_counter()
             r = subprocess.run([sys.executable, "-m", "assay.cli", "check", str(CAND), "--task", str(TASK),
-                                "--device", "cpu", "--json"], capture_output=True, text=True, env=env)
+                                "--device", "cpu", "--json", *(["--no-timing"] if args.no_timing else [])],
+                               capture_output=True, text=True, env=env)
             dt = time.perf_counter() - t0
             import json
 
