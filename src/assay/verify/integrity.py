@@ -24,7 +24,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from assay.sandbox.process import Worker, WorkerDied
 from assay.task.spec import Task
 from assay.verdict import Category, Finding, StageResult, Status
-from assay.verify.cases import Case, derive_seed
+from assay.verify.cases import Budget, Case, derive_seed, shrink_to
 from assay.verify.inputs import make_inputs
 from assay.verify.reference import init_for
 
@@ -74,8 +74,6 @@ def run_integrity(task: Task, worker: Worker, device: str, secret: bytes, langua
     shapes, fallback_w, total_w = [], 0.0, 0.0
     contig = tuple("contiguous" for _ in task.inputs)
     for w in task.workloads:
-        from assay.verify.cases import Budget, shrink_to
-
         dims = shrink_to(task, dict(w.dims), Budget.for_device(device).max_elems)
         case = Case("trace", dims, task.dtypes[0], "normal", contig)
         case = Case(case.kind, dims, case.dtype, "normal", contig, seed=derive_seed(secret, "trace/" + case.key()))
