@@ -121,6 +121,12 @@ def optimize(
     price_in: float = typer.Option(0.0, "--price-in", help="USD per input token (LLM generators)"),
     price_out: float = typer.Option(0.0, "--price-out", help="USD per output token (LLM generators)"),
     db: str = typer.Option(default_db_url(), "--db", help="SQLAlchemy URL of the store"),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="proposals checked at once, each in its own evaluator "
+                             "process; timing still runs one candidate at a time"),
+    beam: int = typer.Option(4, "--beam", help="parents of new proposals: drawn from the fastest K measured kernels"),
+    islands: bool = typer.Option(False, "--islands", help="parents from the proposing generator's own kernels "
+                                 "(with occasional migration)"),
+    seed: int = typer.Option(0, "--seed", help="seed of parent selection and of the offline tuner"),
 ) -> None:
     """Search for a faster kernel: propose, check, keep the best; never slower than a baseline."""
     import json as _json
@@ -128,7 +134,8 @@ def optimize(
     from assay.report.acceptance import render, summary_json
     from assay.search.budget import Budget
     from assay.search.factory import make_generators
-    from assay.search.loop import Supervisor
+    from assay.search.loop import SearchConfig, Supervisor
+    from assay.search.parents import ParentPolicy
     from assay.store.db import Store
     from assay.store.runs import RunStore
     from assay.task import load_task
@@ -149,10 +156,13 @@ def optimize(
             raise UserError("name a task file (or --resume RUN)")
         t = load_task(task)
         cfg = CheckConfig.for_device(device, time_budget=check_budget)
-        gens = make_generators(generator, t, cfg.device, price_in=price_in, price_out=price_out)
+        gens = make_generators(generator, t, cfg.device, seed=seed, price_in=price_in, price_out=price_out)
         log = (lambda s: err.print(s, markup=False, highlight=False))
+        if beam < 1:
+            raise UserError(f"--beam must be at least 1, not {beam}")
+        search = SearchConfig(jobs=jobs, parents=ParentPolicy(beam=beam, islands=islands, seed=seed))
         sup = Supervisor(t, gens, cfg, Budget(candidates=budget, seconds=time_budget, usd=usd_budget), runs, run_id=resume,
-                         progress=log, memory=Memory(store))
+                         progress=log, memory=Memory(store), search=search)
         result = sup.run()
     except UserError as e:
         _fail(e)

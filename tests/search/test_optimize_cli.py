@@ -33,3 +33,11 @@ def test_optimize_with_an_agent_returns_the_baseline_when_nothing_beats_it(tmp_p
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert c.returncode == 0, c.stdout + c.stderr
     assert "scale" in best
+
+
+def test_optimize_rejects_a_bad_jobs_count(tmp_path):
+    (tmp_path / "task.py").write_text(TASK)
+    env = {**os.environ, "ASSAY_DB": f"sqlite:///{tmp_path}/db.sqlite", "ASSAY_CACHE_DIR": str(tmp_path / "c")}
+    r = subprocess.run([sys.executable, "-m", "assay.cli", "optimize", "task.py", "--jobs", "0", "--device", "cpu"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert r.returncode == 2 and "--jobs" in r.stderr, r.stderr

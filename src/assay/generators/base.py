@@ -35,6 +35,9 @@ class Request:
     examples: list[str] = field(default_factory=list)  # sources of known-good kernels to imitate
     attempts: list[Attempt] = field(default_factory=list)  # new: best first; debug/repair: the one to fix last
     mode: Mode = "new"  # new: write a kernel; debug: fix a wrong result; repair: fix a build failure
+    # the run's entry (seq) this request builds on, shown as attempts[0] in "new" mode (drawn from
+    # the measured beam) and as the last attempt in debug/repair mode; None: no measured parent yet
+    parent: int | None = None
 
 
 @dataclass(frozen=True)

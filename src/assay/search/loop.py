@@ -9,12 +9,22 @@ Order of a run:
 3. the best accepted candidate that is not slower than any baseline is re-checked on held-out
    shapes and seeds (never shown to a generator); the winner and an acceptance report are written.
 Every verdict is committed to the store as it arrives; ``resume`` continues a run from there.
+
+A new proposal's parent is drawn from the beam of measured entries (``search/parents.py``) and
+shown first among its attempts; its seq is the entry's ``parent``. With ``jobs > 1`` up to
+``jobs`` proposals are checked at once, each in its own evaluator process
+(``search/evaluator.py``), without the timing stage; a candidate that passes is then checked
+again in full, timing included, while no other evaluation runs (docs/architecture.md, "Search").
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field, replace
+import itertools
+import os
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -23,9 +33,11 @@ from assay.errors import AssayError, UserError
 from assay.evaluate import check
 from assay.generators.base import Attempt, Generator, Request
 from assay.search.budget import Budget, Spent
+from assay.search.evaluator import EvaluatorPool, Job, Result
 from assay.search.feedback import error_size, score, slower_than_a_baseline, summarize
 from assay.search.library import library_candidates
 from assay.search.novelty import NoveltyFilter, source_hash
+from assay.search.parents import ParentPolicy, ParentSelector
 from assay.store.runs import RunStore
 from assay.task.spec import Task, Workload
 from assay.verdict import Category, Verdict
@@ -39,7 +51,10 @@ class Entry:
     verdict: Verdict
     score: float | None
     mode: str = "new"
-    parent: int | None = None
+    parent: int | None = None  # seq of the entry it was made from: the beam's pick, or the one debugged
+    island: str = ""  # the generator (by name) that proposed it: its sub-population
+    # when and where its check ran: [{"phase", "start", "end", "pid"}], time.time() seconds
+    phases: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def eligible(self) -> bool:
@@ -47,6 +62,46 @@ class Entry:
         if not (self.verdict.accepted and self.score is not None):
             return False
         return self.generator.startswith("library:") or not slower_than_a_baseline(self.verdict)
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """How the search runs (the budgets are ``Budget``): parallel evaluations and parent selection."""
+
+    jobs: int = 1  # proposals evaluated at once; >1: each in its own evaluator process, timing serialized
+    parents: ParentPolicy = field(default_factory=ParentPolicy)
+    eval_timeout: float | None = None  # wall limit of one evaluator process (None: from the check config)
+    evaluator_command: tuple[str, ...] | None = None  # default: python -m assay.search.evaluator
+
+    def __post_init__(self) -> None:
+        if self.jobs < 1:
+            raise UserError(f"--jobs must be at least 1, not {self.jobs}")
+
+
+@dataclass
+class Work:
+    """A proposal to ask for: a new kernel, or a debug/repair round of an entry."""
+
+    gen: Generator
+    mode: str = "new"
+    attempts: list[Attempt] | None = None  # None: a new proposal (parent and attempts chosen when asked)
+    parent: int | None = None
+    rounds_left: int | None = None
+    last_err: float | None = None
+    stale: int = 0
+
+
+@dataclass
+class Pending:
+    """A proposal whose evaluation is under way."""
+
+    work: Work
+    proposal: Any
+    source: str
+    generator: str
+    parent: int | None
+    provenance: dict[str, Any]
+    config: CheckConfig
 
 
 @dataclass
@@ -65,10 +120,13 @@ class Supervisor:
     def __init__(self, task: Task, generators: list[Generator], cfg: CheckConfig, budget: Budget,
                  runs: RunStore, run_id: int | None = None, debug_rounds: int = 3,
                  progress: Callable[[str], None] | None = None,
-                 library: tuple[str, ...] | None = None, memory: Any = None) -> None:
+                 library: tuple[str, ...] | None = None, memory: Any = None,
+                 search: SearchConfig | None = None) -> None:
         # torch.compile on the CPU spends tens of seconds compiling for a target that is not ours
         self.library = library or (("eager", "compile") if cfg.device == "cuda" else ("eager",))
         self.memory = memory
+        self.search = search or SearchConfig()
+        self.parents = ParentSelector(self.search.parents)
         self.hardware = _hardware(cfg)
         self.signature = ""
         self.examples: list[str] = []
@@ -82,35 +140,68 @@ class Supervisor:
         self.novelty = NoveltyFilter()
         self.spent = Spent()
         self.entries: list[Entry] = []
+        self.pool: EvaluatorPool | None = None
+        self._task_sha = ""
+        if self.search.jobs > 1:
+            if not task.path or not Path(task.path).is_file():
+                raise UserError("--jobs > 1 needs a task loaded from a file (the evaluator processes load it)")
+            self._task_sha = hashlib.sha256(Path(task.path).read_bytes()).hexdigest()
         self.run_id = run_id if run_id is not None else runs.new_run(
             task.path, hashlib.sha256(task.source.encode()).hexdigest()[:16],
-            {"device": cfg.device, "budget": budget.__dict__, "generators": [g.name for g in generators]})
+            {"device": cfg.device, "budget": budget.__dict__, "generators": [g.name for g in generators],
+             "jobs": self.search.jobs, "parents": asdict(self.search.parents)})
         self._resume()
+        self._keys = itertools.count(len(self.entries))
+        self._queue: deque[Work] = deque()  # debug/repair rounds waiting for a slot (before new proposals)
+        self._arrived: deque[Result] = deque()  # jobs=1: checked in-process, waiting to be committed
+        self._to_time: deque[Result] = deque()  # jobs>1: passed the untimed stages, waiting for the device
+        self._next_gen = 0
 
     # -- bookkeeping ----------------------------------------------------------------
     def _resume(self) -> None:
         for row in self.runs.candidates(self.run_id):
             self.novelty.check(row.source)
             v = Verdict.model_validate(row.verdict)
-            self.entries.append(Entry(row.seq, row.source, row.generator, v, row.score, row.mode, row.parent))
+            self.entries.append(Entry(row.seq, row.source, row.generator, v, row.score, row.mode, row.parent,
+                                      str(row.provenance.get("island", "")), list(row.provenance.get("phases", []))))
             if not row.generator.startswith("library:"):
                 self.spent.candidates += 1
             self.spent.tokens += int(row.provenance.get("tokens", 0))
             self.spent.usd += float(row.provenance.get("usd", 0.0))
 
-    def _evaluate(self, source: str, generator: str, mode: str, parent: int | None,
-                  provenance: dict[str, Any], primitive_ok: bool = False) -> Entry:
-        path = Path(self.cfg.cache_dir) / "runs" / str(self.run_id) / f"cand_{len(self.entries):04d}.py"
+    def _write_candidate(self, source: str) -> tuple[int, Path]:
+        key = next(self._keys)
+        path = Path(self.cfg.cache_dir) / "runs" / str(self.run_id) / f"cand_{key:04d}.py"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(source)
-        cfg = self.cfg.model_copy(update={"require_custom_kernel": not primitive_ok and self.cfg.require_custom_kernel})
-        v = check(path, self.task, config=cfg)
-        self.spent.device_seconds += v.seconds
-        e = Entry(len(self.entries), source, generator, v, score(v), mode, parent)
+        return key, path
+
+    def _config(self, primitive_ok: bool) -> CheckConfig:
+        custom = not primitive_ok and self.cfg.require_custom_kernel
+        return self.cfg.model_copy(update={"require_custom_kernel": custom})
+
+    def _check_here(self, job: Job) -> Result:
+        """``check`` in this process (jobs=1, library baselines): nothing else runs meanwhile."""
+        start = time.time()
+        v = check(job.candidate, self.task, config=job.config)
+        return Result(job, v, start, time.time(), os.getpid())
+
+    def _commit(self, source: str, generator: str, mode: str, parent: int | None, provenance: dict[str, Any],
+                v: Verdict, phases: list[dict[str, Any]]) -> Entry:
+        """Store one verdict (the only place that writes candidates; always this process, in arrival order)."""
+        self.spent.device_seconds += sum(p["end"] - p["start"] for p in phases) if phases else v.seconds
+        island = str(provenance.get("island", ""))
+        e = Entry(len(self.entries), source, generator, v, score(v), mode, parent, island, phases)
         self.runs.add_candidate(self.run_id, e.seq, source, source_hash(source), generator, parent, mode, v,
-                                e.score, provenance)
+                                e.score, {**provenance, "phases": phases})
         self.entries.append(e)
         return e
+
+    def _evaluate(self, source: str, generator: str, mode: str, parent: int | None,
+                  provenance: dict[str, Any], primitive_ok: bool = False) -> Entry:
+        key, path = self._write_candidate(source)
+        r = self._check_here(Job(key, path, self.task.path, self._task_sha, self._config(primitive_ok), "check"))
+        return self._commit(source, generator, mode, parent, provenance, r.verdict, [r.phase_record()])
 
     def _best(self, library: bool) -> Entry | None:
         pool = [e for e in self.entries if e.eligible and e.generator.startswith("library:") == library]
@@ -123,30 +214,63 @@ class Supervisor:
             if name in self.library and f"library:{name}" not in done and self.novelty.check(src) is None:
                 e = self._evaluate(src, f"library:{name}", "library", None, {"generator": "library"}, True)
                 self.progress(f"library {name}: {'accepted' if e.verdict.accepted else 'rejected'} score {e.score}")
+        if self.search.jobs > 1:
+            self.pool = EvaluatorPool(Path(self.cfg.cache_dir) / "runs" / str(self.run_id) / "jobs",
+                                      self.search.evaluator_command, self.search.eval_timeout)
         stop = self.spent.exhausted(self.budget)
-        while stop is None:
-            progressed = False
-            for gen in self.generators:
-                stop = self.spent.exhausted(self.budget)
-                if stop:
+        dry = 0  # new-proposal asks in a row that gave nothing to evaluate
+        while True:
+            # 1. fill the free slots: debug/repair rounds first, then new proposals round-robin;
+            #    none while candidates wait for the device (timing runs alone)
+            while stop is None and not self._to_time and self._in_flight() < self.search.jobs:
+                if self._queue:
+                    self._propose(self._queue.popleft())
+                elif dry < len(self.generators):
+                    gen = self.generators[self._next_gen % len(self.generators)]
+                    self._next_gen += 1
+                    dry = 0 if self._propose(Work(gen)) else dry + 1
+                else:
                     break
-                progressed |= self._one_proposal(gen)
-                best = self._best(False)
-                roof = _roofline(best.verdict) if best else None
-                self.progress(f"{self.spent.candidates} candidates; best score "
-                              f"{best.score if best else None}; spent {self.spent.as_dict()}")
-                if roof is not None and self.budget.roofline_stop and roof >= self.budget.roofline_stop:
-                    stop = f"a candidate reached {roof:.0%} of the roofline"
-                    break
-            if not progressed and stop is None:
-                stop = "generators have nothing new to propose"
+                stop = stop or self.spent.exhausted(self.budget)
+            # 2. timing, one candidate at a time, with no other evaluation running on the device
+            if self._to_time and self._in_flight() == 0:
+                while self._to_time:
+                    untimed = self._to_time.popleft()
+                    pend: Pending = untimed.job.payload
+                    self._pool().submit(replace(untimed.job, key=next(self._keys), config=pend.config, phase="timed"))
+                    r = self._pool().next()
+                    stop = self._finish_one(pend, r.verdict, [untimed.phase_record(), r.phase_record()]) or stop
+                continue
+            if self._in_flight() == 0:  # nothing running, nothing to start: a budget, or no generator has more
+                stop = stop or "generators have nothing new to propose"
+                break
+            # 3. the next result to arrive
+            r = self._arrived.popleft() if self._arrived else self._pool().next()
+            dry = 0
+            pend = r.job.payload
+            if r.job.phase == "untimed" and r.verdict.accepted and self.cfg.timing:
+                self._to_time.append(r)
+            else:
+                stop = self._finish_one(pend, r.verdict, [r.phase_record()]) or stop
         return self._finish(stop or "")
 
-    def _one_proposal(self, gen: Generator, mode: str = "new", attempts: list[Attempt] | None = None,
-                      parent: int | None = None, rounds_left: int | None = None, last_err: float | None = None,
-                      stale: int = 0) -> bool:
+    def _pool(self) -> EvaluatorPool:
+        assert self.pool is not None
+        return self.pool
+
+    def _in_flight(self) -> int:
+        return len(self._arrived) + (self.pool.running if self.pool else 0)
+
+    def _propose(self, work: Work) -> bool:
+        """Ask ``work.gen`` for a proposal and start its evaluation; False when there was nothing to evaluate."""
+        gen, mode, parent = work.gen, work.mode, work.parent
+        attempts = work.attempts
+        if attempts is None:  # a new proposal: its parent is drawn from the measured beam
+            chosen = self.parents.choose(self.entries, island=gen.name)
+            parent = chosen.seq if chosen else None
+            attempts = self._attempts(chosen)
         req = Request(self.task.description or self.task.name, self.task.source, self.hardware,
-                      list(self.examples), attempts or self._attempts(), mode)
+                      list(self.examples), attempts, mode, parent)  # type: ignore[arg-type]
         try:
             prop = gen.propose(req)
         except UserError:
@@ -169,31 +293,55 @@ class Supervisor:
         prov = {"generator": getattr(prop, "generator", gen.name), "model": getattr(prop, "model", ""),
                 "prompt_hash": getattr(prop, "prompt_hash", ""), "usd": getattr(prop, "cost_usd", 0.0),
                 "tokens": int(getattr(prop, "tokens_in", 0) + getattr(prop, "tokens_out", 0)),
-                "params": getattr(prop, "params", None)}
-        e = self._evaluate(prop.source, getattr(prop, "generator", None) or gen.name, mode, parent, prov)
-        if hasattr(gen, "feedback"):
-            gen.feedback(prop, e.verdict)
-        self._maybe_debug(gen, e, rounds_left, last_err, stale)
+                "params": getattr(prop, "params", None), "island": gen.name}
+        key, path = self._write_candidate(prop.source)
+        pend = Pending(work, prop, prop.source, getattr(prop, "generator", None) or gen.name, parent, prov,
+                       self._config(False))
+        if self.pool is None:
+            self._arrived.append(self._check_here(Job(key, path, self.task.path, "", pend.config, "check", pend)))
+        else:
+            untimed = pend.config.model_copy(update={"timing": False})
+            self.pool.submit(Job(key, path, str(Path(self.task.path).resolve()), self._task_sha, untimed,
+                                 "untimed", pend))
         return True
 
-    def _maybe_debug(self, gen: Generator, e: Entry, rounds_left: int | None, last_err: float | None,
-                     stale: int) -> None:
+    def _finish_one(self, pend: "Pending", v: Verdict, phases: list[dict[str, Any]]) -> str | None:
+        """Commit a finished evaluation, tell its generator, queue its debug round; a reason to stop, or None."""
+        e = self._commit(pend.source, pend.generator, pend.work.mode, pend.parent, pend.provenance, v, phases)
+        gen = pend.work.gen
+        if hasattr(gen, "feedback"):
+            gen.feedback(pend.proposal, e.verdict)
+        follow = self._debug_work(pend.work, e)
+        if follow is not None:
+            self._queue.append(follow)
+        best = self._best(False)
+        roof = _roofline(best.verdict) if best else None
+        self.progress(f"{self.spent.candidates} candidates; best score "
+                      f"{best.score if best else None}; spent {self.spent.as_dict()}")
+        if roof is not None and self.budget.roofline_stop and roof >= self.budget.roofline_stop:
+            return f"a candidate reached {roof:.0%} of the roofline"
+        return None
+
+    def _debug_work(self, work: "Work", e: Entry) -> "Work | None":
         cats = e.verdict.categories
         if e.verdict.accepted or not ({Category.correctness, Category.build} & cats):
-            return
-        left = self.debug_rounds if rounds_left is None else rounds_left
+            return None
+        left = self.debug_rounds if work.rounds_left is None else work.rounds_left
         if left <= 0 or self.spent.exhausted(self.budget):
-            return
+            return None
         err = error_size(e.verdict)
         # convergence guard: stop debugging after `debug_rounds` rounds that do not shrink the error
-        stale = stale + 1 if (err is not None and last_err is not None and err >= last_err) else 0
+        stale = work.stale + 1 if (err is not None and work.last_err is not None and err >= work.last_err) else 0
         if stale >= self.debug_rounds:
-            return
+            return None
         mode = "repair" if Category.build in cats else "debug"
-        self._one_proposal(gen, mode, [Attempt(e.source, summarize(e.verdict))], e.seq, left - 1, err, stale)
+        return Work(work.gen, mode, [Attempt(e.source, summarize(e.verdict))], e.seq, left - 1, err, stale)
 
-    def _attempts(self, k: int = 4) -> list[Attempt]:
+    def _attempts(self, parent: Entry | None = None, k: int = 4) -> list[Attempt]:
+        """What a new proposal is shown, best first; its parent (when there is one) first of all."""
         ranked = sorted(self.entries, key=lambda e: (e.verdict.accepted, e.score or 0.0), reverse=True)
+        if parent is not None:
+            ranked = [parent] + [e for e in ranked if e.seq != parent.seq]
         return [Attempt(e.source, summarize(e.verdict)) for e in ranked[:k]]
 
     def _finish(self, stop: str) -> RunResult:
