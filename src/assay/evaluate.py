@@ -2,66 +2,109 @@
 
 Each stage returns a ``StageResult``; stages after a failed one are ``skipped``. This module
 imports no CLI, store, UI or LLM code.
+
+Start-up order matters for wall time (docs/measurements.md): the worker is started before
+this process imports torch, so the two imports (and the worker's triton import) run side by
+side; this module therefore imports torch and the torch-using modules inside ``check``.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib.util
 import re
 import secrets
+import sys
 import time
+from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import torch
-
-from assay.candidate.scan import scan
-from assay.candidate.source import Candidate, load_candidate
+from assay.candidate.source import Candidate, load_candidate, read_source, source_language
 from assay.config import CheckConfig
-from assay.measure.environment import environment
 from assay.sandbox.process import Worker, WorkerDied
-from assay.task import load_task
-from assay.task.spec import Task
 from assay.verdict import Category, Finding, StageResult, Status, Verdict, decide
-from assay.verify.cases import Case
-from assay.verify.gauntlet import run_gauntlet
+
+if TYPE_CHECKING:
+    from assay.task.spec import Task
 
 
-def check(candidate: str | Path | Candidate, task: str | Path | Task, config: CheckConfig | None = None,
+def check(candidate: str | Path | Candidate, task: "str | Path | Task", config: CheckConfig | None = None,
           log: Callable[[str], None] | None = None, **overrides: object) -> Verdict:
     """Run the gauntlet for one candidate against one task and return its verdict."""
     cfg = config or CheckConfig.for_device(overrides.pop("device", None), **overrides)  # type: ignore[arg-type]
     t0 = time.monotonic()
-    t = task if isinstance(task, Task) else load_task(task)
-    cand = candidate if isinstance(candidate, Candidate) else load_candidate(candidate, t.entry_name)
-    replay = Case.from_token(cfg.replay) if cfg.replay else None
-    # start the worker now: its interpreter and torch import overlap with the static scan
-    worker = Worker(device=cfg.device, cache_dir=cfg.cache_dir, extra_env=_build_env(cand, cfg))
+    if isinstance(candidate, Candidate):
+        path, source, language = candidate.path, candidate.source, candidate.language
+    else:
+        path = str(candidate)
+        source = read_source(path)
+        language = source_language(path, source)
+    # start the worker first: its interpreter, torch and triton imports overlap with this
+    # process's own imports, the task load and the static scan
+    worker = Worker(device=cfg.device, cache_dir=cfg.cache_dir, extra_env=_env_for(source, language, cfg))
     worker.start()
+    try:
+        return _check(candidate, path, source, task, worker, cfg, log, t0)
+    finally:
+        worker.close()
+
+
+def _check(candidate: str | Path | Candidate, path: str, source: str, task: "str | Path | Task", worker: Worker,
+           cfg: CheckConfig, log: Callable[[str], None] | None, t0: float) -> Verdict:
+    import assay.nodynamo  # noqa: F401  (before any module defines a dispatch mode)
+    from assay.candidate.scan import scan
+    from assay.measure.environment import environment
+    from assay.task import load_task
+    from assay.task.spec import Task
+    from assay.verify.cases import Case
+    from assay.verify.gauntlet import RANDOM_BUDGET, run_gauntlet
+
+    t = task if isinstance(task, Task) else load_task(task)
+    cand = candidate if isinstance(candidate, Candidate) else load_candidate(path, t.entry_name, source=source)
+    replay = Case.from_token(cfg.replay) if cfg.replay else None
     stages: list[StageResult] = []
 
     findings = scan(cand.source)
     stages.append(StageResult(name="static_scan", status=Status.warning if findings else Status.passed,
                               findings=findings))
-    try:
-        build = _build(cand, t, worker, cfg)
-        stages.append(build)
-        if build.status is Status.passed:
-            secret = cfg.secret or secrets.token_bytes(16)
-            stages.append(run_gauntlet(t, worker, cfg.device, secret, cfg.time_budget, cfg.case_timeout,
-                                       replay=replay, log=log, gates_off=cfg.gates_off))
-            stages[-1].evidence["containment"] = {**worker.containment, "landlock": build.evidence.get("landlock")}
-            stages += _later_stages(t, cand, worker, cfg, secret, replay is not None, stages[-1].status)
-        else:
-            stages.append(StageResult(name="correctness", status=Status.skipped))
-    finally:
-        worker.close()
+    build = _build(cand, t, worker, cfg)
+    stages.append(build)
+    if build.status is Status.passed:
+        secret = cfg.secret or secrets.token_bytes(16)
+        stages.append(run_gauntlet(t, worker, cfg.device, secret, cfg.time_budget, cfg.case_timeout,
+                                   replay=replay, log=log, gates_off=cfg.gates_off,
+                                   random_budget=RANDOM_BUDGET.get(cfg.device),
+                                   while_waiting=lambda: _warm_later_stages(cfg)))
+        stages[-1].evidence["containment"] = {**worker.containment, "landlock": build.evidence.get("landlock")}
+        stages += _later_stages(t, cand, worker, cfg, secret, replay is not None, stages[-1].status)
+    else:
+        stages.append(StageResult(name="correctness", status=Status.skipped))
+    worker.close()  # before the verdict is assembled: nothing more is asked of it
     accepted, reasons = decide(stages)
     integ = next((s for s in stages if s.name == "integrity" and s.evidence.get("label")), None)
     cand_info = {**cand.describe(), **({"label": integ.evidence["label"]} if integ else {})}
     return Verdict(accepted=accepted, reasons=reasons, task={**t.describe(), "hash": _hash(t.source)},
                    candidate=cand_info, device=cfg.device, stages=stages,
                    environment=environment(cfg.device), seconds=time.monotonic() - t0)
+
+
+# The timing stage's CPU settings (on top of TimingConfig.for_device's): an interpreted Triton call
+# takes ~0.1 s on the CPU and no CPU speedup is a claim worth sampling to 0.5 % stderr; every round
+# still re-checks the output and the clocks, and the stage's own minimum of rounds applies.
+CPU_TIMING: dict[str, Any] = {"warmup": 1, "per_round": 1, "min_samples": 3, "max_time": 0.5}
+
+
+def _warm_later_stages(cfg: CheckConfig) -> None:
+    """Imports and the environment record the later stages need, made while the worker runs the
+    first correctness case (this process would otherwise wait idle)."""
+    from assay.measure.environment import environment
+    from assay.verify import integrity  # noqa: F401
+
+    environment(cfg.device)  # cached: the verdict's record
+    if cfg.timing:
+        from assay.measure import stage  # noqa: F401
 
 
 def _later_stages(t: Task, cand: Candidate, worker: Worker, cfg: CheckConfig, secret: bytes, replaying: bool,
@@ -76,7 +119,7 @@ def _later_stages(t: Task, cand: Candidate, worker: Worker, cfg: CheckConfig, se
                           cfg.require_custom_kernel and "primitive" not in cfg.gates_off)
     if integ.status is Status.failed or not cfg.timing:
         return [integ, StageResult(name="timing", status=Status.skipped)]
-    tcfg = TimingConfig.for_device(cfg.device, gates_off=cfg.gates_off)
+    tcfg = TimingConfig.for_device(cfg.device, gates_off=cfg.gates_off, **(CPU_TIMING if cfg.device == "cpu" else {}))
     timing = run_timing(t, worker, cfg.device, secret, tcfg, cache_dir=cfg.cache_dir)
     return [integ, timing]
 
@@ -85,18 +128,58 @@ def _hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def build_key(cand: Candidate, device: str) -> str:
-    """Builds are cached by content hash + toolchain + target."""
-    tool = f"{torch.__version__}|{torch.version.cuda}|{device}"
-    return hashlib.sha256(f"{cand.source}\0{tool}".encode()).hexdigest()[:20]
+@lru_cache(maxsize=1)
+def _toolchain() -> tuple[str, str | None]:
+    """torch's version and CUDA version. Before this process has imported torch they are read
+    from torch/version.py (plain constant assignments written when torch was built; parsed,
+    not executed), so the worker can start while torch is still to be imported here."""
+    if "torch" not in sys.modules:
+        found = _read_torch_version()
+        if found is not None:
+            return found
+    import torch
+
+    return str(torch.__version__), torch.version.cuda
+
+
+def _read_torch_version() -> tuple[str, str | None] | None:
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    values: dict[str, Any] = {}
+    try:
+        path = Path(next(iter(spec.submodule_search_locations))) / "version.py"
+        for node in ast.parse(path.read_text()).body:
+            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+                node.target if isinstance(node, ast.AnnAssign) else None
+            if isinstance(target, ast.Name) and isinstance(node.value, ast.Constant):  # type: ignore[union-attr]
+                values[target.id] = node.value.value  # type: ignore[union-attr]
+    except (OSError, SyntaxError, StopIteration):
+        return None
+    if not isinstance(values.get("__version__"), str) or not isinstance(values.get("cuda"), (str, type(None))):
+        return None
+    return values["__version__"], values.get("cuda")
+
+
+def build_key(cand: Candidate | str, device: str) -> str:
+    """Builds are cached by content hash + toolchain + target (``cand``: a candidate or its source)."""
+    version, cuda = _toolchain()
+    tool = f"{version}|{cuda}|{device}"
+    source = cand.source if isinstance(cand, Candidate) else cand
+    return hashlib.sha256(f"{source}\0{tool}".encode()).hexdigest()[:20]
+
+
+def _env_for(source: str, language: str, cfg: CheckConfig) -> dict[str, str]:
+    ext = cfg.cache_dir / "torch_extensions" / build_key(source, cfg.device)
+    env = {"TORCH_EXTENSIONS_DIR": str(ext)}
+    # imported by the worker before the candidate: the dispatch-mode policy (assay/nodynamo.py), and for a
+    # Triton candidate triton itself (its import is then not counted as the candidate's build)
+    env["ASSAY_PREIMPORT"] = "assay.nodynamo" + (",triton" if language == "triton" else "")
+    return env
 
 
 def _build_env(cand: Candidate, cfg: CheckConfig) -> dict[str, str]:
-    ext = cfg.cache_dir / "torch_extensions" / build_key(cand, cfg.device)
-    env = {"TORCH_EXTENSIONS_DIR": str(ext)}
-    if cand.language == "triton":
-        env["ASSAY_PREIMPORT"] = "triton"
-    return env
+    return _env_for(cand.source, cand.language, cfg)
 
 
 def _build(cand: Candidate, task: Task, worker: Worker, cfg: CheckConfig) -> StageResult:
@@ -104,7 +187,7 @@ def _build(cand: Candidate, task: Task, worker: Worker, cfg: CheckConfig) -> Sta
     cached = ext_dir.is_dir() and any(ext_dir.rglob("*.so"))
     ext_dir.mkdir(parents=True, exist_ok=True)
     (cfg.cache_dir / "triton").mkdir(parents=True, exist_ok=True)
-    staged = worker.stage_file(Path(cand.path))
+    staged = worker.stage_source(cand.source)
     t0 = time.monotonic()
     req = {"op": "load", "path": str(staged), "entry": cand.entry, "fallback_entry": "ModelNew", "device": cfg.device}
     try:

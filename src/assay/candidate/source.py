@@ -56,18 +56,35 @@ def detect_language(tree: ast.AST, source: str) -> str:
     return "torch"
 
 
-def load_candidate(path: str | Path, entry: str) -> Candidate:
+def read_source(path: str | Path) -> str:
     p = Path(path)
     if not p.is_file():
         raise CandidateError("no such candidate file", str(p))
     try:
-        source = p.read_text()
+        return p.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise CandidateError(f"cannot read: {e}", str(p)) from None
+
+
+def _parse(path: str | Path, source: str) -> ast.Module:
     try:
-        tree = ast.parse(source, filename=str(p))
+        return ast.parse(source, filename=str(path))
     except SyntaxError as e:
-        raise CandidateError(f"syntax error at line {e.lineno}: {e.msg}", str(p)) from None
+        raise CandidateError(f"syntax error at line {e.lineno}: {e.msg}", str(path)) from None
+
+
+def source_language(path: str | Path, source: str) -> str:
+    """The language of a candidate's source, before its entry point is known."""
+    return detect_language(_parse(path, source), source)
+
+
+def load_candidate(path: str | Path, entry: str, source: str | None = None) -> Candidate:
+    """The candidate at ``path``; ``source``, when given, is its text as already read (it is
+    not read again, so what was scanned, hashed and staged is one and the same text)."""
+    p = Path(path)
+    if source is None:
+        source = read_source(p)
+    tree = _parse(p, source)
     names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef))}
     names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     names |= {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}

@@ -16,9 +16,14 @@ import os
 import select
 import struct
 import time
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
+
+# torch is imported where it is used, not here: the evaluator starts its worker (process.py
+# imports this module) before it imports torch itself, so both imports run at the same time.
 
 _LEN = struct.Struct("<Q")
 
@@ -42,6 +47,8 @@ def _span(size: tuple[int, ...], stride: tuple[int, ...]) -> int:
 
 
 def encode(obj: Any) -> tuple[bytes, list[memoryview]]:
+    import torch
+
     buffers: list[memoryview] = []
 
     def enc(x: Any) -> Any:
@@ -100,14 +107,20 @@ def _decode(header: bytes, buffers: list[bytes]) -> Any:
     return dec(meta["body"])
 
 
-_DTYPES = {str(d).removeprefix("torch."): d for d in (
-    torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-    torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
+@lru_cache(maxsize=1)
+def _dtypes() -> dict[str, "torch.dtype"]:
+    import torch
+
+    return {str(d).removeprefix("torch."): d for d in (
+        torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+        torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
 
 
-def _tensor(x: dict[str, Any], buffers: list[bytes]) -> torch.Tensor:
+def _tensor(x: dict[str, Any], buffers: list[bytes]) -> "torch.Tensor":
+    import torch
+
     try:
-        dtype = _DTYPES[x["dtype"]]
+        dtype = _dtypes()[x["dtype"]]
         size = tuple(int(s) for s in x["size"])
         stride = tuple(int(s) for s in x["stride"])
         span = int(x["span"])

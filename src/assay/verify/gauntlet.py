@@ -15,10 +15,16 @@ from assay.verdict import Category, Finding, StageResult, Status
 from assay.verify import compare as cmp
 from assay.verify.cases import SIMPLICITY, Budget, Case, Plan, iter_shrinks, plan_cases
 from assay.verify.inputs import make_inputs
-from assay.verify.reference import ReferenceError_, run_reference
+from assay.verify.reference import RefResult, ReferenceError_, run_reference
 
 MIN_CASES = 12  # run at least this many (and every workload) even past the time budget
 MAX_FAILURES = 6  # after this many failing cases, stop exploring and minimise
+MIN_RANDOM = 4  # random cases run even past the random budget (when the plan has them)
+# Seconds for the random cases, which follow the structured ones (workloads, boundary sizes,
+# layouts, value classes, specials, largest sizes: those always run), per device. On the CPU a
+# Triton kernel runs interpreted (~5 ms per program instance), so random shapes get a budget of
+# their own; elsewhere (None) only the stage's time budget bounds them.
+RANDOM_BUDGET: dict[str, float | None] = {"cpu": 1.0, "cuda": None}
 
 
 @dataclass
@@ -56,20 +62,40 @@ class CandidateCrashed(Exception):
         self.finding = finding
 
 
-def run_case(task: Task, case: Case, worker: Worker, device: str, timeout: float,
-             gates_off: frozenset[str] = frozenset()) -> Outcome:
+@dataclass
+class _Prepared:
+    """A case ready to send: its inputs and the reference's outputs (or why the reference skips it)."""
+
+    case: Case
+    inputs: list[Any]
+    ref: RefResult | None = None
+    skip: str = ""
+    tols: list[cmp.Tolerance | None] = field(default_factory=list)  # per output: computed from the reference only
+
+
+def _prepare(task: Task, case: Case, device: str) -> _Prepared:
     inputs = make_inputs(task, case)
     try:
         ref = run_reference(task, case, inputs, device)
     except ReferenceError_ as e:
-        return Outcome(case, "skip", message=f"reference rejects this case: {e}")
-    try:
-        stability = case.kind in ("workload", "repeat") or case.seed % 8 == 0
-        stability = stability and "stability" not in gates_off
-        resp = worker.request({"op": "run", "init": ref.init, "inputs": inputs, "stability": stability,
-                               "poison": "poison" not in gates_off}, timeout)
-    except WorkerDied as e:
-        raise CandidateCrashed(_died(e, case)) from None
+        return _Prepared(case, inputs, skip=f"reference rejects this case: {e}")
+    tols = [_tolerance(task, rd.dtype, r64, rd) if isinstance(rd, torch.Tensor) and isinstance(r64, torch.Tensor)
+            else None for r64, rd in zip(ref.out64, ref.out_d)]
+    return _Prepared(case, inputs, ref, tols=tols)
+
+
+def _run_request(p: _Prepared, gates_off: frozenset[str]) -> dict[str, Any]:
+    assert p.ref is not None
+    stability = p.case.kind in ("workload", "repeat") or p.case.seed % 8 == 0
+    stability = stability and "stability" not in gates_off
+    return {"op": "run", "init": p.ref.init, "inputs": p.inputs, "stability": stability,
+            "poison": "poison" not in gates_off}
+
+
+def _finish(task: Task, p: _Prepared, resp: dict[str, Any], worker: Worker, device: str,
+            gates_off: frozenset[str]) -> Outcome:
+    assert p.ref is not None
+    case = p.case
     if not resp.get("ok"):
         cat = Category.build if resp.get("build") else Category.robustness
         if resp.get("cuda_error"):
@@ -78,13 +104,28 @@ def run_case(task: Task, case: Case, worker: Worker, device: str, timeout: float
                     message=f"candidate raised on case [{case.key()}]: {resp.get('error', '?')}",
                     evidence={"case": case.token(), "traceback": resp.get("traceback", "")})
         raise CandidateCrashed(f)
-    return judge(task, case, ref.out64, ref.out_d, resp, device, gates_off=gates_off, ref_tuple=ref.is_tuple)
+    return judge(task, case, p.ref.out64, p.ref.out_d, resp, device, gates_off=gates_off, ref_tuple=p.ref.is_tuple,
+                 tols=p.tols)
+
+
+def run_case(task: Task, case: Case, worker: Worker, device: str, timeout: float,
+             gates_off: frozenset[str] = frozenset()) -> Outcome:
+    p = _prepare(task, case, device)
+    if p.skip:
+        return Outcome(case, "skip", message=p.skip)
+    try:
+        resp = worker.request(_run_request(p, gates_off), timeout)
+    except WorkerDied as e:
+        raise CandidateCrashed(_died(e, case)) from None
+    return _finish(task, p, resp, worker, device, gates_off)
 
 
 def judge(task: Task, case: Case, out64: list[Any], out_d: list[Any], resp: dict[str, Any], device: str,
-          ref_tuple: bool | None = None, gates_off: frozenset[str] = frozenset()) -> Outcome:
+          ref_tuple: bool | None = None, gates_off: frozenset[str] = frozenset(),
+          tols: list[cmp.Tolerance | None] | None = None) -> Outcome:
     """Metadata, integrity and values of one case. ``gates_off`` disables named gates (only to
-    show, in tests, that a gate is what catches a cheat): norm, mutation, alias, exact_type, stability."""
+    show, in tests, that a gate is what catches a cheat): norm, mutation, alias, exact_type, stability.
+    ``tols``: the tolerance per output when already computed (it depends on the reference only)."""
     outs, meta = resp.get("outputs") or [], resp.get("meta") or []
     o = Outcome(case, "pass", outputs_meta=meta)
     if ref_tuple is not None and bool(resp.get("tuple")) != ref_tuple:
@@ -112,7 +153,7 @@ def judge(task: Task, case: Case, out64: list[Any], out_d: list[Any], resp: dict
             return _fail(o, Category.metadata, f"output {i} has dtype {got.dtype}, expected {rd.dtype}")
         if m.get("device") != device:
             return _fail(o, Category.metadata, f"output {i} is on {m.get('device')}, expected {device}")
-        tol = _tolerance(task, rd.dtype, r64, rd)
+        tol = (tols[i] if tols and i < len(tols) else None) or _tolerance(task, rd.dtype, r64, rd)
         c = cmp.compare(got, r64, tol, norm="norm" not in gates_off)
         o.max_abs_err = max(o.max_abs_err, c.max_abs_err)
         o.norm_err = max(o.norm_err, c.norm_err)
@@ -146,7 +187,17 @@ def _died(e: WorkerDied, case: Case) -> Finding:
 def run_gauntlet(task: Task, worker: Worker, device: str, secret: bytes, time_budget: float,
                  case_timeout: float, replay: Case | None = None,
                  log: Callable[[str], None] | None = None, budget: Budget | None = None,
-                 gates_off: frozenset[str] = frozenset()) -> StageResult:
+                 gates_off: frozenset[str] = frozenset(), random_budget: float | None = None,
+                 while_waiting: Callable[[], object] | None = None) -> StageResult:
+    """Run the plan. ``time_budget`` bounds the whole stage (past it, only workloads and the first
+    MIN_CASES run); ``random_budget`` (None: no bound of its own) bounds the random cases that
+    follow the structured ones (workloads, boundary sizes, layouts, value classes, specials,
+    largest sizes), which always run first and are never cut by it.
+
+    The evaluator's share of a case (inputs and the fp64 reference) is prepared for the next case
+    while the worker runs the current one; the worker still gets one request at a time.
+    ``while_waiting`` (the evaluator's own work for later stages) runs once, while the worker
+    runs the first case."""
     t0 = time.monotonic()
     plan = Plan([replay]) if replay else plan_cases(task, device, secret, budget)
     if log:
@@ -158,11 +209,35 @@ def run_gauntlet(task: Task, worker: Worker, device: str, secret: bytes, time_bu
     outcomes: list[Outcome] = []
     stage = StageResult(name="correctness", status=Status.passed)
     try:
-        for case in plan.cases:
-            elapsed = time.monotonic() - t0
-            if elapsed > time_budget and len(outcomes) >= MIN_CASES and case.kind != "workload":
+        cases = plan.cases
+        nxt = _prepare(task, cases[0], device) if cases else None
+        random_t0, n_random = 0.0, 0
+        for i, case in enumerate(cases):
+            p, nxt = nxt, None
+            assert p is not None and p.case is case
+            now = time.monotonic()
+            if now - t0 > time_budget and len(outcomes) >= MIN_CASES and case.kind != "workload":
                 break
-            out = run_case(task, case, worker, device, case_timeout, gates_off)
+            if case.kind == "random" and random_budget is not None:
+                random_t0 = random_t0 or now
+                if n_random >= MIN_RANDOM and now - random_t0 > random_budget:
+                    break
+                n_random += 1
+            if p.skip:
+                out = Outcome(case, "skip", message=p.skip)
+                nxt = _prepare(task, cases[i + 1], device) if i + 1 < len(cases) else None
+            else:
+                try:
+                    deadline = worker.send(_run_request(p, gates_off), case_timeout)
+                    # the next case's inputs and reference are computed while the worker runs this one
+                    nxt = _prepare(task, cases[i + 1], device) if i + 1 < len(cases) else None
+                    if while_waiting is not None:
+                        while_waiting, job = None, while_waiting
+                        job()
+                    resp = worker.receive(deadline)
+                except WorkerDied as e:
+                    raise CandidateCrashed(_died(e, case)) from None
+                out = _finish(task, p, resp, worker, device, gates_off)
             outcomes.append(out)
             if log:
                 log(f"  {out.status:4s} {case.key()} {out.message}")
@@ -192,6 +267,7 @@ def run_gauntlet(task: Task, worker: Worker, device: str, secret: bytes, time_bu
         "failed": sum(o.status == "fail" for o in outcomes),
         "skipped_by_reference": sum(o.status == "skip" for o in outcomes),
         "kinds": sorted({o.case.kind for o in outcomes}),
+        "random_ran": sum(o.case.kind == "random" for o in outcomes),
         "notes": plan.notes,
         "max_abs_err": max((o.max_abs_err for o in outcomes), default=0.0),
         "max_norm_err": max((o.norm_err for o in outcomes), default=0.0),

@@ -40,6 +40,13 @@ PLUMBING = {
 
 
 class _Recorder(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Not wrapping __torch_dispatch__ in torch._dynamo.disable: that wrapper imports
+        # torch._dynamo (~2.5 s) on the first recorded op. Dynamo never compiles while a dispatch
+        # mode is on the stack (it runs the frame eagerly), so what is recorded is unchanged.
+        return False
+
     def __init__(self) -> None:
         super().__init__()
         self.ops: list[str] = []
