@@ -17,6 +17,7 @@ import json
 import secrets
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import torch
@@ -41,6 +42,14 @@ def candidate_file(name: str, body: str) -> Path:
 
 
 def time_it(task: Task, cand: Path, baselines=("eager",), **kw) -> dict:
+    t0 = time.monotonic()
+    try:
+        return _time_it(task, cand, baselines, **kw)
+    finally:
+        print(f"  [time_it {cand.name}: {time.monotonic() - t0:.1f} s]", flush=True)
+
+
+def _time_it(task: Task, cand: Path, baselines=("eager",), **kw) -> dict:
     cfg = CheckConfig(device="cuda", cache_dir=CACHE)
     c = load_candidate(cand, task.entry_name)
     w = Worker(device="cuda", cache_dir=CACHE, extra_env=_build_env(c, cfg))
@@ -65,12 +74,13 @@ def item_a() -> None:
     print("run | candidate median us | baseline median us | ratio | 95% CI | call")
     ratios = []
     for i in range(5):
-        st = time_it(task, cand, max_time=5.0)
+        st = time_it(task, cand, max_time=3.0)
         s = st["evidence"]["shapes"][0]
         sp = s["speedup"]["eager"]
         ratios.append(sp["estimate"])
         print(f"{i} | {us(s['candidate']['median'])} | {us(s['baselines']['eager']['median'])} | "
-              f"{sp['estimate']:.4f} | [{sp['lo']:.4f}, {sp['hi']:.4f}] | {sp['call']}")
+              f"{sp['estimate']:.4f} | [{sp['lo']:.4f}, {sp['hi']:.4f}] | {sp['call']} | rounds {s['rounds']} "
+              f"n {s['candidate']['n']}/{s['baselines']['eager']['n']} block {s['block_s']}", flush=True)
     ratios.sort()
     print(f"median ratio over 5 runs: {ratios[2]:.4f} (target within 1% of 1.0)")
 
@@ -82,7 +92,7 @@ def item_b() -> None:
     for m, n in ((4096, 1024), (8192, 4096), (32768, 4096)):
         task = load_task(FIX / "aa_softmax_task.py")
         task.workloads = (Workload({"M": m, "N": n}),)
-        st = time_it(task, cand, max_time=4.0)
+        st = time_it(task, cand, max_time=3.0)
         s = st["evidence"]["shapes"][0]
         k = s.get("profiler_kernel_s")
         ratio = f"{s['candidate']['median'] / k:.3f}" if k else "-"
@@ -100,7 +110,7 @@ def item_c() -> None:
                             "    s, d = _scratch[k]\n    _copy_kernel[(triton.cdiv(k, 4096),)](s, d, k, BLOCK=4096)\n")
     print("candidate | median us | baseline us | speedup | 95% CI | call")
     for name, path in (("identical", same), ("3% slower", slower)):
-        s = time_it(task, path, max_time=5.0)["evidence"]["shapes"][0]
+        s = time_it(task, path, max_time=3.0)["evidence"]["shapes"][0]
         sp = s["speedup"]["eager"]
         print(f"{name} | {us(s['candidate']['median'])} | {us(s['baselines']['eager']['median'])} | "
               f"{sp['estimate']:.4f} | [{sp['lo']:.4f}, {sp['hi']:.4f}] | {sp['call']}")
@@ -122,7 +132,7 @@ def item_d() -> None:
 def item_e() -> None:
     print("\n## e. a copy kernel's achieved bandwidth vs the measured ceiling (2^27 floats = 512 MiB in, 512 MiB out)")
     task = load_task(FIX / "copy_task.py")
-    st = time_it(task, candidate_file("copy_cand", OPS), max_time=5.0)
+    st = time_it(task, candidate_file("copy_cand", OPS), max_time=3.0)
     s = st["evidence"]["shapes"][0]
     ceil = st["evidence"]["ceilings"]["copy_bandwidth"]
     bw = s["roofline"]["bytes"] / s["candidate"]["median"]
@@ -137,7 +147,7 @@ def item_f() -> None:
     shapes = [(4096, 4096), (16384, 1024), (2048, 8192)]
     task = Task(name="softmax", reference=softmax, dims={"M": Dim(1, 65536), "N": Dim(1, 8192)},
                 inputs=[Input("x", ("M", "N"))], workloads=[Workload({"M": m, "N": n}) for m, n in shapes])
-    st = time_it(task, ROOT / "examples" / "softmax_triton.py", baselines=("eager", "compile"), max_time=4.0)
+    st = time_it(task, ROOT / "examples" / "softmax_triton.py", baselines=("eager", "compile"), max_time=3.0)
     print("shape | triton us | eager us | compile us | vs eager [CI] call | vs compile [CI] call | roofline fraction")
     for s in st["evidence"]["shapes"]:
         e, c = s["speedup"]["eager"], s["speedup"]["compile"]

@@ -29,6 +29,9 @@ class CheckConfig(BaseModel):
     build_timeout: float = Field(600.0, gt=0, description="seconds for import + compilation")
     require_custom_kernel: bool = True  # plain torch / library fallbacks are rejected unless allowed
     timing: bool = True
+    # baselines timed against the candidate (None: the device's default: eager, torch.compile default and
+    # max-autotune-no-cudagraphs on cuda; eager on cpu)
+    baselines: tuple[str, ...] | None = None
     # named gates to switch off: only for showing, in tests, that a gate is what catches a cheat
     gates_off: frozenset[str] = frozenset()
     cache_dir: Path = Field(default_factory=default_cache_dir)

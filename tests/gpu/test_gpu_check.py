@@ -19,14 +19,14 @@ RELU = HERE / "relu_task.py"
 
 
 def test_triton_softmax_accepted_on_cuda():
-    v = check(ROOT / "examples" / "softmax_triton.py", SOFTMAX, device="cuda", time_budget=20)
+    v = check(ROOT / "examples" / "softmax_triton.py", SOFTMAX, device="cuda", time_budget=20, baselines=("eager",))
     assert v.accepted, v.reasons
     assert v.candidate["label"] == "custom kernel"
     assert v.stage("correctness").evidence["passed"] >= 12
 
 
 def test_triton_softmax_tail_bug_rejected_on_cuda():
-    v = check(ROOT / "examples" / "softmax_triton_tailbug.py", SOFTMAX, device="cuda", time_budget=20)
+    v = check(ROOT / "examples" / "softmax_triton_tailbug.py", SOFTMAX, device="cuda", time_budget=20, baselines=("eager",))
     assert not v.accepted
     assert Category.correctness in v.categories
     ev = v.stage("correctness").findings[0].evidence
@@ -34,13 +34,13 @@ def test_triton_softmax_tail_bug_rejected_on_cuda():
 
 
 def test_cuda_cpp_relu_accepted():
-    v = check(HERE / "relu_cuda.py", RELU, device="cuda", time_budget=20)
+    v = check(HERE / "relu_cuda.py", RELU, device="cuda", time_budget=20, baselines=("eager",))
     assert v.accepted, v.reasons
     assert v.candidate["language"] == "cuda"
 
 
 def test_cuda_compile_error_is_build_category():
-    v = check(HERE / "relu_cuda_compile_error.py", RELU, device="cuda", time_budget=20)
+    v = check(HERE / "relu_cuda_compile_error.py", RELU, device="cuda", time_budget=20, baselines=("eager",))
     assert not v.accepted
     assert v.reasons[0].category is Category.build
     assert "undefined_symbol_here" in v.reasons[0].message
@@ -48,8 +48,8 @@ def test_cuda_compile_error_is_build_category():
 
 
 def test_illegal_memory_access_is_robustness_and_next_candidate_runs():
-    v = check(HERE / "relu_cuda_illegal_access.py", RELU, device="cuda", time_budget=20, case_timeout=60)
+    v = check(HERE / "relu_cuda_illegal_access.py", RELU, device="cuda", time_budget=20, case_timeout=60, baselines=("eager",))
     assert not v.accepted
     assert v.reasons[0].category is Category.robustness
-    ok = check(HERE / "relu_cuda.py", RELU, device="cuda", time_budget=10)
+    ok = check(HERE / "relu_cuda.py", RELU, device="cuda", time_budget=10, baselines=("eager",))
     assert ok.accepted, ok.reasons

@@ -18,19 +18,19 @@ SOFTMAX = ROOT / "examples" / "softmax_task.py"
 
 
 def test_side_stream_cheat_is_rejected_and_gets_no_speedup():
-    v = check(HERE / "softmax_sidestream_cheat.py", SOFTMAX, device="cuda", time_budget=10)
+    v = check(HERE / "softmax_sidestream_cheat.py", SOFTMAX, device="cuda", time_budget=10, baselines=("eager",))
     assert not v.accepted
     assert Category.integrity in v.categories
     assert any("escapes the timed stream" in r.message or "changed after" in r.message for r in v.reasons)
 
 
 def test_helper_stream_that_synchronizes_is_accepted():
-    v = check(HERE / "softmax_helperstream_ok.py", SOFTMAX, device="cuda", time_budget=10)
+    v = check(HERE / "softmax_helperstream_ok.py", SOFTMAX, device="cuda", time_budget=10, baselines=("eager",))
     assert v.accepted, v.reasons
 
 
 def test_pointer_cache_cheat_is_rejected():
-    v = check(HERE / "softmax_pointer_cache_cheat.py", SOFTMAX, device="cuda", time_budget=10)
+    v = check(HERE / "softmax_pointer_cache_cheat.py", SOFTMAX, device="cuda", time_budget=10, baselines=("eager",))
     assert not v.accepted
     assert v.categories & {Category.correctness, Category.integrity}
 
@@ -41,13 +41,14 @@ def test_timing_stage_carries_baselines_cis_roofline_and_environment():
     t = v.stage("timing").evidence
     assert t["timer"].startswith("cuda events") and t["l2_persisting"]
     for s in t["shapes"]:
-        for name in ("eager", "compile"):
+        for name in ("eager", "compile", "compile:max-autotune-no-cudagraphs"):
             sp = s["speedup"][name]
             assert sp["lo"] <= sp["estimate"] <= sp["hi"] and sp["call"] in ("faster", "slower", "SAME")
         assert 0 < s["roofline"]["fraction"] <= 1.1
         assert s["candidate"]["n"] >= 10
         assert s["profiler_kernel_s"] is not None
-    assert set(t["geomean_speedup"]) == {"eager", "compile"}
+    assert set(t["geomean_speedup"]) == {"eager", "compile", "compile:max-autotune-no-cudagraphs"}
+    assert t["baseline_process"] == "worker" and not t["notes"]  # baselines timed by the same worker code
     assert t["clocks_start"] and v.environment["gpu"]
 
 
@@ -59,7 +60,7 @@ def test_time_below_the_roofline_floor_is_rejected_as_implausible():
     from assay.config import default_cache_dir
 
     path = Path(default_cache_dir()) / "ceilings.json"
-    check(ROOT / "examples" / "softmax_triton.py", SOFTMAX, device="cuda", time_budget=3)  # ensures the cache
+    check(ROOT / "examples" / "softmax_triton.py", SOFTMAX, device="cuda", time_budget=3, baselines=("eager",))  # ensures the cache
     saved = path.read_text()
     try:
         data = json.loads(saved)
@@ -67,7 +68,7 @@ def test_time_below_the_roofline_floor_is_rejected_as_implausible():
             c["copy_bandwidth"] /= 1e6
             c["matmul_flops"] = {k: v / 1e6 for k, v in c["matmul_flops"].items()}
         path.write_text(json.dumps(data))
-        v = check(ROOT / "examples" / "softmax_triton.py", SOFTMAX, device="cuda", time_budget=3)
+        v = check(ROOT / "examples" / "softmax_triton.py", SOFTMAX, device="cuda", time_budget=3, baselines=("eager",))
         assert not v.accepted
         assert any("implausible" in r.message for r in v.reasons)
         assert all(r.category is Category.integrity for r in v.reasons)

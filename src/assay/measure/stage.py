@@ -1,26 +1,35 @@
-"""The timing stage: candidate (in its worker) and live baselines (in the evaluator), interleaved.
+"""The timing stage: the candidate and live baselines, each in its own worker, interleaved.
 
-Per workload shape: K input sets of fresh values; warm-up excluded (its duration recorded);
-rounds of ``A B C A B C ...`` (candidate, eager, torch.compile) until the candidate's samples
-converge (AdaptiveStop) or the cap; the candidate's output of each round is re-checked
-against the reference for the set it was computed on (replay/caching cheats fail here);
-the worker's reported times are cross-checked against the evaluator's own wall clock;
-speedup per baseline with a paired-bootstrap 95% CI; roofline floor and plausibility gate;
-on CUDA a hot (graph replay) number and the profiler's kernel time.
+Per workload shape: K input sets of fresh values, the same in every process; warm-up excluded
+(its duration recorded: for torch.compile, the compile time); rounds of ``A B C, C B A, ...``
+(candidate, eager, torch.compile modes; the order alternates) until every side's samples
+converge (AdaptiveStop) and a minimum number of rounds is reached, or the time cap. Baselines
+are candidate files (``baselines.baseline_source``) timed by the same worker code as the
+candidate, so an A/A comparison is symmetric by construction; on the CPU (or for a task with no
+source file) they are timed in the evaluator with the same loop. The candidate's output of
+each round (a seeded sample of its elements) is re-checked against the reference for the set it
+was computed on (replay/caching cheats fail here); the worker's reported times are
+cross-checked against the evaluator's own wall clock; work escaping the timed stream is
+measured and charged; speedup per baseline with a paired-bootstrap 95% CI over rounds;
+roofline floor and plausibility gate; on CUDA a hot (graph replay) number and the profiler's
+kernel time.
 """
 
 from __future__ import annotations
 
 import copy
 import statistics
+import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
 from assay.measure import roofline, stats
-from assay.measure.timing import Flusher, clocks, cold_samples, null_escape, reset_persisting_l2
+from assay.measure.baselines import baseline_source
+from assay.measure.timing import Flusher, block_for, clocks, cold_samples, null_escapes, reset_persisting_l2, sample_index
 from assay.sandbox.process import Worker, WorkerDied
 from assay.task.spec import Task, parse_dtype
 from assay.verdict import Category, Finding, StageResult, Status
@@ -33,16 +42,23 @@ from assay.verify.reference import init_for, run_reference
 @dataclass
 class TimingConfig:
     sets: int = 4
+    sets_bytes: int = 1 << 30  # at most this much input per process (at least 2 sets)
     per_round: int = 5
     warmup: int = 3
     min_samples: int = 10
+    min_rounds: int = 10
+    round_seconds: float = 0.02  # candidate time per round: short kernels get more calls per round
     min_time: float = 0.5
     max_time: float = 10.0
     target_rel_stderr: float = 0.005
-    baselines: tuple[str, ...] = ("eager", "compile")
+    baselines: tuple[str, ...] = ("eager", "compile", "compile:max-autotune-no-cudagraphs")
+    # "worker": each baseline in its own worker process, timed by the candidate's code (CUDA default);
+    # "evaluator": in the evaluator process with the same loop (CPU default: no extra process start)
+    baseline_process: str = "worker"
+    recheck_elements: int = 1 << 20  # output elements re-checked per round (all when fewer)
     plausibility_tolerance: float = 0.1
     ceilings_cache: str | None = None
-    gates_off: frozenset[str] = frozenset()  # recheck, tamper, plausibility (tests only)
+    gates_off: frozenset[str] = frozenset()  # recheck, tamper, plausibility, stability (tests only)
     # CPU: a round's wall time (seen from the evaluator) over n x the reported median sample; above
     # this the worker's samples cannot be what the calls cost (a clock faked inside the worker)
     wall_ratio_max: float = 10.0
@@ -50,20 +66,92 @@ class TimingConfig:
     @classmethod
     def for_device(cls, device: str, **kw: Any) -> "TimingConfig":
         if device == "cpu":
-            kw = {"min_time": 0.1, "max_time": 2.0, "baselines": ("eager",), **kw}
+            kw = {"min_time": 0.1, "max_time": 2.0, "min_rounds": 3, "baselines": ("eager",),
+                  "baseline_process": "evaluator", **kw}
         return cls(**kw)
 
 
-@dataclass
-class ShapeTiming:
-    dims: dict[str, int]
-    weight: float
-    candidate: list[float] = field(default_factory=list)
-    baselines: dict[str, list[float]] = field(default_factory=dict)
+class _Side:
+    """Something timed: the candidate's worker, a baseline's worker, or a local function."""
+
+    name: str
+
+    def stage(self, init: Any, sets: list[list[Any]]) -> None: ...
+    def time(self, n: int, start: int, refresh: dict[str, Any] | None, sample: dict[str, int] | None,
+             calibrate: bool = False) -> dict[str, Any]: ...
+    def probe(self) -> dict[str, Any]:
+        return {}
+    def close(self) -> None: ...
 
 
-def _baseline_fns(task: Task, case: Case, device: str, names: tuple[str, ...]) -> dict[str, tuple[Callable[..., Any], float]]:
-    """Baseline callables (the reference in the test dtype) and their compile time."""
+class BaselineFailed(Exception):
+    """A baseline (trusted code) failed: the measurement is incomplete, the candidate is not at fault."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
+class _WorkerSide(_Side):
+    def __init__(self, name: str, worker: Worker, own: bool = False) -> None:
+        self.name, self.worker, self.own = name, worker, own  # own: a baseline's worker
+
+    def _request(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
+        try:
+            resp = self.worker.request(msg, timeout)
+        except WorkerDied as e:
+            if self.own:
+                raise BaselineFailed(self.name, f"baseline {self.name}: {e.message}") from e
+            raise
+        if self.own and not resp.get("ok"):
+            raise BaselineFailed(self.name, f"baseline {self.name} failed ({msg['op']}): {resp.get('error')}")
+        return resp
+
+    def stage(self, init: Any, sets: list[list[Any]]) -> None:
+        resp = self._request({"op": "stage", "init": init, "sets": sets}, 300)
+        if not resp.get("ok"):
+            raise WorkerDied("crash", f"staging inputs for {self.name} failed: {resp.get('error')}")
+
+    def time(self, n: int, start: int, refresh: dict[str, Any] | None, sample: dict[str, int] | None,
+             calibrate: bool = False) -> dict[str, Any]:
+        return self._request({"op": "time", "n": n, "start": start, "refresh": refresh, "sample": sample,
+                              "calibrate": calibrate}, 600)
+
+    def probe(self) -> dict[str, Any]:  # baselines: the hot number only (no profiler start-up)
+        return self._request({"op": "probe", "what": "hot" if self.own else "hot_and_profile"}, 300)
+
+    def close(self) -> None:
+        if self.own:
+            self.worker.close()
+
+
+class _LocalSide(_Side):
+    """A baseline timed in the evaluator (trusted code) with the same loop as the workers."""
+
+    def __init__(self, name: str, fn: Callable[..., Any], device: str, flusher: Flusher) -> None:
+        self.name, self.fn, self.device, self.flusher = name, fn, device, flusher
+        self.sets: list[list[Any]] = []
+        self.block_s = 0.0
+        self.null = null_escapes(device)
+
+    def stage(self, init: Any, sets: list[list[Any]]) -> None:
+        self.sets = [[x.to(self.device) if isinstance(x, torch.Tensor) else x for x in s] for s in sets]
+
+    def time(self, n: int, start: int, refresh: dict[str, Any] | None, sample: dict[str, int] | None,
+             calibrate: bool = False) -> dict[str, Any]:
+        with torch.no_grad():
+            if refresh:
+                for i, off, vals in refresh["chunks"]:
+                    t = self.sets[refresh["index"]][i]
+                    t.view(-1)[off:off + vals.numel()] = vals.to(t.device)
+            if calibrate:
+                self.block_s = block_for(self.fn, self.sets, self.device)
+            t, e, _ = cold_samples(self.fn, self.sets, n, self.device, self.flusher, start, self.block_s)
+        return {"ok": True, "times": t, "escapes": e, "null_escape": list(self.null), "block_s": self.block_s}
+
+
+def _local_fn(task: Task, case: Case, device: str, name: str) -> Callable[..., Any]:
+    """A baseline callable in the evaluator: the reference in the test dtype, maybe compiled."""
     dtype = parse_dtype(case.dtype)
     init = init_for(task, case)
     if init is not None:
@@ -71,15 +159,40 @@ def _baseline_fns(task: Task, case: Case, device: str, names: tuple[str, ...]) -
         eager: Callable[..., Any] = task.reference(*init["args"]).to(device=device, dtype=dtype)
     else:
         eager = task.reference
-    out: dict[str, tuple[Callable[..., Any], float]] = {}
-    for name in names:
-        if name == "eager":
-            out[name] = (eager, 0.0)
-        elif name.startswith("compile"):
-            mode = name.split(":", 1)[1] if ":" in name else None
-            fn = torch.compile(copy.deepcopy(eager) if isinstance(eager, torch.nn.Module) else eager, mode=mode)
-            out[name] = (fn, 0.0)
-    return out
+    if name == "eager":
+        return eager
+    mode = name.split(":", 1)[1] if ":" in name else None
+    return torch.compile(copy.deepcopy(eager) if isinstance(eager, torch.nn.Module) else eager, mode=mode)
+
+
+def _baseline_sides(task: Task, case: Case, device: str, cfg: TimingConfig, flusher: Flusher,
+                    cache_dir: Path | None, notes: list[str]) -> list[_Side]:
+    sides: list[_Side] = []
+    for name in cfg.baselines:
+        src = baseline_source(task, name, case.dtype) if cfg.baseline_process == "worker" else None
+        if src is None:
+            if cfg.baseline_process == "worker":
+                notes.append(f"{name}: the task has no source file; timed in the evaluator process")
+            sides.append(_LocalSide(name, _local_fn(task, case, device, name), device, flusher))
+            continue
+        env = {"ASSAY_PREIMPORT": "triton"} if name.startswith("compile") else {}
+        if cache_dir is not None and name.startswith("compile"):
+            env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache_dir) / "triton" / "inductor")
+        w = Worker(device=device, cache_dir=cache_dir, extra_env=env)
+        w.start()
+        with tempfile.TemporaryDirectory() as d:
+            p = Path(d) / "baseline.py"
+            p.write_text(src)
+            staged = w.stage_file(p)
+        resp = w.request({"op": "load", "path": str(staged), "entry": task.entry_name, "fallback_entry": "ModelNew",
+                          "device": device}, 600)
+        if not resp.get("ok"):
+            w.close()
+            notes.append(f"{name}: baseline worker failed to load ({resp.get('error')}); timed in the evaluator")
+            sides.append(_LocalSide(name, _local_fn(task, case, device, name), device, flusher))
+            continue
+        sides.append(_WorkerSide(name, w, own=True))
+    return sides
 
 
 def run_timing(task: Task, worker: Worker, device: str, secret: bytes, cfg: TimingConfig,
@@ -92,22 +205,38 @@ def run_timing(task: Task, worker: Worker, device: str, secret: bytes, cfg: Timi
     shapes: list[dict[str, Any]] = []
     budget = Budget.for_device(device)
     flusher = Flusher(device)
-    null = null_escape(device)
+    null = null_escapes(device)
     l2 = reset_persisting_l2() if device == "cuda" else "n/a (cpu)"
-    for w in task.workloads:
-        dims = shrink_to(task, dict(w.dims), budget.max_elems)  # unchanged when it fits
-        case = Case("timing", dims, task.dtypes[0], "normal", tuple("contiguous" for _ in task.inputs))
-        try:
-            shapes.append(_time_shape(task, case, w.weight, worker, device, secret, cfg, ceilings, flusher, stage,
-                                      null))
-        except WorkerDied as e:
-            stage.findings.append(Finding(category=Category.robustness, rejects=True,
-                                          message=f"candidate died while being timed: {e.message}"))
-            break
-        if any(f.rejects for f in stage.findings):
-            break
+    notes: list[str] = []
+    sides: list[_Side] = [_WorkerSide("candidate", worker)]
+    try:
+        for w in task.workloads:
+            dims = shrink_to(task, dict(w.dims), budget.max_elems)  # unchanged when it fits
+            case = Case("timing", dims, task.dtypes[0], "normal", tuple("contiguous" for _ in task.inputs))
+            if len(sides) == 1:  # baseline workers start once and serve every shape
+                sides += _baseline_sides(task, case, device, cfg, flusher, cache_dir, notes)
+            try:
+                shapes.append(_time_shape(task, case, w.weight, sides, device, secret, cfg, ceilings, stage, null))
+            except WorkerDied as e:
+                stage.findings.append(Finding(category=Category.robustness, rejects=True,
+                                              message=f"candidate died while being timed: {e.message}"))
+                break
+            except BaselineFailed as e:  # not the candidate's fault: reported, the shape has no speedup
+                stage.findings.append(Finding(category=Category.performance, message=f"{e} (shape {dims} not timed)"))
+                for s in [s for s in sides if s.name == e.name]:
+                    s.close()
+                    sides.remove(s)
+                continue
+            if any(f.rejects for f in stage.findings):
+                break
+    finally:
+        for s in sides:
+            s.close()
     env_end = clocks() if device == "cuda" else {}
-    stage.evidence = {"l2_persisting": l2, "null_escape_s": null, "device": device, "timer": "cuda events, cold L2" if device == "cuda" else "cpu perf_counter",
+    stage.evidence = {"l2_persisting": l2, "null_escape_s": null[0], "device": device,
+                      "timer": "cuda events, cold L2, blocking spin before each call" if device == "cuda"
+                      else "cpu perf_counter",
+                      "baseline_process": cfg.baseline_process, "notes": sorted(set(notes)),
                       "shapes": shapes, "ceilings": {"copy_bandwidth": ceilings.copy_bandwidth,
                                                      "matmul_flops": ceilings.matmul_flops},
                       "clocks_start": env_start, "clocks_end": env_end}
@@ -128,6 +257,7 @@ def run_timing(task: Task, worker: Worker, device: str, secret: bytes, cfg: Timi
 def _fresh_chunks(task: Task, inputs: list[Any], seed: int, max_elems: int = 1 << 18) -> list[tuple[int, int, Any]]:
     """New values for a random stretch of each floating input: the set the round's last call
     uses changes in place, so outputs cached by pointer go stale (and the recheck sees it)."""
+    from assay.task.spec import REAL
     from assay.verify.inputs import make_values
 
     gen = torch.Generator().manual_seed(seed)
@@ -139,102 +269,100 @@ def _fresh_chunks(task: Task, inputs: list[Any], seed: int, max_elems: int = 1 <
         off = int(torch.randint(0, x.numel() - n + 1, (1,), generator=gen))
         spec = task.inputs[i] if i < len(task.inputs) else None
         dom = spec.domain if spec is not None else None
-        from assay.task.spec import REAL
-
         out.append((i, off, make_values((n,), x.dtype, dom or REAL, "normal", (), gen)))
     return out
 
 
-def _charged(times: list[float], escapes: list[float], null: float) -> list[float]:
-    """Each sample plus whatever ran after the timed stream's end beyond an empty call's round trip."""
-    return [t + max(0.0, e - null) for t, e in zip(times, escapes)]
+def _round_value(times: list[float], escapes: list[float], null: tuple[float, float]) -> tuple[float, float]:
+    """A round's time: the median sample, plus the work that escaped the timed stream beyond what an
+    empty call's round trip shows (``null`` = median and p90 of empty calls measured in the same
+    round). The excess is charged only when it stands out of the round trip's own jitter (3 us or
+    twice its p90-p50 spread): charging jitter would bias every time upwards (seen on the H200: an
+    identical kernel called 8% slower). Returns (value, excess)."""
+    excess = statistics.median(escapes) - null[0] if escapes else 0.0
+    charged = excess if excess > max(3e-6, 2 * (null[1] - null[0])) else 0.0
+    return statistics.median(times) + charged, excess
 
 
-def _time_shape(task: Task, case: Case, weight: float, worker: Worker, device: str, secret: bytes,
-                cfg: TimingConfig, ceilings: roofline.Ceilings, flusher: Flusher, stage: StageResult,
-                null: float = 0.0) -> dict[str, Any]:
-    from dataclasses import replace
-
-    cases = [replace(case, seed=derive_seed(secret, f"timing/{case.key()}/{i}")) for i in range(cfg.sets)]
-    sets = [make_inputs(task, c) for c in cases]
+def _time_shape(task: Task, case: Case, weight: float, sides: list[_Side], device: str, secret: bytes,
+                cfg: TimingConfig, ceilings: roofline.Ceilings, stage: StageResult,
+                null: tuple[float, float] = (0.0, 0.0)) -> dict[str, Any]:
+    first = make_inputs(task, replace(case, seed=derive_seed(secret, f"timing/{case.key()}/0")))
+    set_bytes = sum(x.numel() * x.element_size() for x in first if isinstance(x, torch.Tensor))
+    n_sets = max(2, min(cfg.sets, cfg.sets_bytes // max(set_bytes, 1)))  # big inputs: fewer sets to ship
+    cases = [replace(case, seed=derive_seed(secret, f"timing/{case.key()}/{i}")) for i in range(n_sets)]
+    sets = [first] + [make_inputs(task, c) for c in cases[1:]]
     refs = [run_reference(task, c, x, device) for c, x in zip(cases, sets)]
-    init = refs[0].init
-    resp = worker.request({"op": "stage", "init": init, "sets": sets}, 300)
-    if not resp.get("ok"):
-        raise WorkerDied("crash", f"staging inputs failed: {resp.get('error')}")
-    dev_sets = [[x.to(device) if isinstance(x, torch.Tensor) else x for x in s] for s in sets]
-    baselines = _baseline_fns(task, cases[0], device, cfg.baselines)
-    result: dict[str, Any] = {"dims": case.dims, "weight": weight, "dtype": case.dtype}
+    for s in sides:
+        s.stage(refs[0].init, sets)
+    cand = sides[0]
+    result: dict[str, Any] = {"dims": case.dims, "weight": weight, "dtype": case.dtype, "sets": n_sets,
+                              "warmup_s": {}, "block_s": {}}
     # warm-up (compilation, autotuning, first-call initialisation): excluded, its duration recorded
-    w0 = time.monotonic()
-    worker.request({"op": "time", "n": cfg.warmup, "start": 0}, 600)
-    result["warmup_s"] = {"candidate": time.monotonic() - w0}
-    for name, (fn, _) in baselines.items():
+    for s in sides:
         w0 = time.monotonic()
-        with torch.no_grad():
-            cold_samples(fn, dev_sets, cfg.warmup, device, flusher)
-        result["warmup_s"][name] = time.monotonic() - w0  # for compile: the compile time
-    stop = stats.AdaptiveStop(min_samples=cfg.min_samples, min_time=cfg.min_time, max_time=cfg.max_time,
-                              target_rel_stderr=cfg.target_rel_stderr)
-    cand: list[float] = []
-    cand_escape: list[float] = []
-    base: dict[str, list[float]] = {n: [] for n in baselines}
-    cand_rounds: list[float] = []  # one median per interleaved round: the pairs for the speedup CI
-    base_rounds: dict[str, list[float]] = {n: [] for n in baselines}
+        r = s.time(cfg.warmup, 0, None, None, calibrate=True)
+        if not r.get("ok"):
+            if s is cand:
+                stage.findings.append(Finding(category=Category.robustness, rejects=True,
+                                              message=f"candidate raised while timed: {r.get('error')}"))
+                return result
+            raise BaselineFailed(s.name, f"baseline {s.name} failed in warm-up: {r.get('error')}")
+        result["warmup_s"][s.name] = time.monotonic() - w0  # for compile: the compile time
+        result["block_s"][s.name] = r.get("block_s")
+    stops = {s.name: stats.AdaptiveStop(min_samples=cfg.min_samples, min_time=cfg.min_time, max_time=cfg.max_time,
+                                        target_rel_stderr=cfg.target_rel_stderr) for s in sides}
+    samples: dict[str, list[float]] = {s.name: [] for s in sides}
+    rounds_v: dict[str, list[float]] = {s.name: [] for s in sides}  # one value per round: the pairs for the CI
+    excess_v: list[float] = []
     wall_ratios: list[float] = []  # per round: outside wall time / (n x reported median)
     start_i, rounds, per_round = 0, 0, cfg.per_round
-    while not stop.done or rounds < 3:  # at least 3 interleaved rounds for the paired CI
-        last = (start_i + per_round - 1) % cfg.sets
+    t_start = time.monotonic()
+    while rounds < cfg.min_rounds or not all(st.done for st in stops.values()):
+        if rounds >= cfg.min_rounds and time.monotonic() - t_start > cfg.max_time:
+            break
+        last = (start_i + per_round - 1) % n_sets
         chunks = _fresh_chunks(task, sets[last], derive_seed(secret, f"timing/{case.key()}/round{rounds}"))
         for i, off, vals in chunks:
             sets[last][i].view(-1)[off:off + vals.numel()] = vals
-            dev_sets[last][i].view(-1)[off:off + vals.numel()] = vals.to(device)
         refs[last] = run_reference(task, cases[last], sets[last], device)
-        e0 = time.perf_counter()
-        r = worker.request({"op": "time", "n": per_round, "start": start_i,
-                            "refresh": {"index": last, "chunks": [[i, off, v] for i, off, v in chunks]}}, 600)
-        outside = time.perf_counter() - e0
-        if not r.get("ok"):
-            stage.findings.append(Finding(category=Category.robustness, rejects=True,
-                                          message=f"candidate raised while timed: {r.get('error')}"))
-            return result
-        times = [float(t) for t in r["times"]]
-        if times:
-            wall_ratios.append(outside / max(len(times) * statistics.median(times), 1e-12))
-        if sum(times) > outside * 1.02 + 1e-4 and "tamper" not in cfg.gates_off:
-            stage.findings.append(Finding(category=Category.integrity, rejects=True, message=(
-                f"reported times ({sum(times):.4g} s) exceed the wall time seen from outside ({outside:.4g} s): "
-                "the timer was tampered with")))
-            return result
-        if r.get("tampered") and "tamper" not in cfg.gates_off:
-            stage.findings.append(Finding(category=Category.integrity, rejects=True,
-                                          message=f"timing functions replaced by the candidate: {r['tampered']}"))
-            return result
-        bad = _recheck(r.get("output"), refs[last], case) if "recheck" not in cfg.gates_off else ""
-        if bad:
-            stage.findings.append(Finding(category=Category.integrity, rejects=True, message=(
-                f"output computed inside the timing loop is wrong (set {last}, round {rounds}): {bad} — "
-                "cached or replayed results?")))
-            return result
-        escapes = [float(e) for e in r.get("escapes") or [0.0] * len(times)]
-        # the worker's own empty-call round trip (bounded, so a forged value cannot hide work)
-        wnull = min(float(r.get("null_escape") or null), 3 * null + 5e-6)
-        cand_escape += [e - wnull for e in escapes]
-        times = _charged(times, escapes, wnull)
-        for t in times:
-            stop.add(t)
-        cand += times
-        cand_rounds.append(statistics.median(times))
-        for name, (fn, _) in baselines.items():
-            with torch.no_grad():
-                bt, be, _ = cold_samples(fn, dev_sets, per_round, device, flusher, start_index=start_i)
-            base[name] += _charged(bt, be, null)
-            base_rounds[name].append(statistics.median(base[name][-per_round:]))
+        refresh = {"index": last, "chunks": [[i, off, v] for i, off, v in chunks]}
+        seed = derive_seed(secret, f"timing/{case.key()}/sample{rounds}") % (1 << 62)
+        order = sides if rounds % 2 == 0 else sides[::-1]
+        for s in order:
+            e0 = time.perf_counter()
+            sample = {"seed": seed, "k": cfg.recheck_elements} if s is cand and "recheck" not in cfg.gates_off else None
+            r = s.time(per_round, start_i, refresh, sample)
+            outside = time.perf_counter() - e0
+            if not r.get("ok"):
+                if s is cand:
+                    stage.findings.append(Finding(category=Category.robustness, rejects=True,
+                                                  message=f"candidate raised while timed: {r.get('error')}"))
+                    return result
+                raise BaselineFailed(s.name, f"baseline {s.name} failed while timed: {r.get('error')}")
+            times = [float(t) for t in r["times"]]
+            escapes = [float(e) for e in r.get("escapes") or [0.0] * len(times)]
+            wnull = tuple(float(v) for v in (r.get("null_escape") or null))
+            if s is cand:
+                if not _candidate_round_ok(r, times, outside, refs[last], case, seed, cfg, stage, last, rounds):
+                    return result
+                wall_ratios.append(outside / max(len(times) * statistics.median(times), 1e-12))
+                # the worker's own empty-call round trip, bounded so a forged value cannot hide work
+                wnull = (min(wnull[0], 3 * null[0] + 5e-6), min(wnull[1], 3 * null[1] + 10e-6))
+            value, excess = _round_value(times, escapes, wnull)  # type: ignore[arg-type]
+            if s is cand:
+                excess_v.append(excess)
+            rounds_v[s.name].append(value)
+            samples[s.name] += times
+            for t in times:
+                stops[s.name].add(t)
         start_i += per_round
         rounds += 1
-        # rounds of ~20 ms of candidate time: fewer fresh-input transfers for short kernels
-        per_round = min(200, max(cfg.per_round, int(0.02 / max(statistics.median(times), 1e-7))))
-    result["candidate"] = _summary(cand)
+        slowest = max(statistics.median(v) for v in rounds_v.values())
+        per_round = min(200, max(cfg.per_round, int(cfg.round_seconds / max(slowest, 1e-7))))
+    cname = cand.name
+    result["candidate"] = _summary(samples[cname])
+    result["candidate"]["round_median"] = statistics.median(rounds_v[cname])
     if device == "cpu" and wall_ratios:
         # Evaluator-side, so nothing the candidate patches in the worker can hide it: in its best round the
         # calls took far longer, by the evaluator's clock, than the samples the worker reported for them.
@@ -244,35 +372,58 @@ def _time_shape(task: Task, case: Case, weight: float, worker: Worker, device: s
                 f"reported times are {min(wall_ratios):.0f}x shorter than the wall time the calls took, seen from "
                 f"outside, in every round at {case.dims}: the timer was tampered with")))
             return result
-    if device == "cuda" and cand_escape:
-        excess = statistics.median(cand_escape)
+    if device == "cuda" and excess_v:
+        excess = statistics.median(excess_v)
         result["escape_s"] = excess
-        big = excess > max(50e-6, 0.5 * result["candidate"]["median"])
-        if excess > max(10e-6, 0.1 * result["candidate"]["median"]) and "stability" not in cfg.gates_off:
+        med = result["candidate"]["median"]
+        if excess > max(10e-6, 0.1 * med) and "stability" not in cfg.gates_off:
             # small excesses are also what a synchronize's wake-up jitter looks like on tiny kernels
             # (seen on the H200: 8-14 us for a 2 us kernel): charged and reported, rejected only when large
-            stage.findings.append(Finding(category=Category.integrity, rejects=big, message=(
+            stage.findings.append(Finding(category=Category.integrity, rejects=excess > max(50e-6, 0.5 * med), message=(
                 f"work escapes the timed stream at {case.dims}: {excess * 1e6:.1f} us run after the call's "
                 "stream finished (side stream or background thread); charged to the candidate")))
-    result["stop"] = stop.reason
+    result["stop"] = {n: st.reason for n, st in stops.items()}
     result["rounds"] = rounds
-    result["baselines"] = {n: _summary(v) for n, v in base.items()}
+    result["baselines"] = {s.name: {**_summary(samples[s.name]), "round_median": statistics.median(rounds_v[s.name])}
+                           for s in sides[1:]}
     result["speedup"] = {}
-    for n, v in base.items():
-        ci = stats.paired_speedup(base_rounds[n], cand_rounds)
-        result["speedup"][n] = {"estimate": ci.estimate, "lo": ci.lo, "hi": ci.hi, "call": ci.call, "n": ci.n}
+    for s in sides[1:]:
+        ci = stats.paired_speedup(rounds_v[s.name], rounds_v[cname])
+        result["speedup"][s.name] = {"estimate": ci.estimate, "lo": ci.lo, "hi": ci.hi, "call": ci.call, "n": ci.n}
     _roofline(task, cases[0], sets[0], refs[0], device, ceilings, result, cfg, stage)
     if device == "cuda":
-        hr = worker.request({"op": "probe", "what": "hot_and_profile"}, 300)
+        hr = cand.probe()
         result["hot_s"], result["hot_note"] = hr.get("hot_s"), hr.get("hot_note")
         kt = hr.get("kernel_s")
         result["profiler_kernel_s"], result["kernels"] = kt, hr.get("kernels")
-        med = result["candidate"]["median"]
+        result["baseline_hot_s"] = {s.name: s.probe().get("hot_s") for s in sides[1:]}
+        med = result["candidate"]["round_median"]
         if kt is not None and med > 20e-6 and abs(kt - med) / med > 0.5:
             stage.findings.append(Finding(category=Category.integrity, message=(
                 f"profiler kernel time {kt * 1e6:.1f} us vs event time {med * 1e6:.1f} us at {case.dims}: "
                 "large gap (work outside the candidate's kernels, or escaping the timed window)")))
     return result
+
+
+def _candidate_round_ok(r: dict[str, Any], times: list[float], outside: float, ref: Any, case: Case, seed: int,
+                        cfg: TimingConfig, stage: StageResult, index: int, rnd: int) -> bool:
+    """The evaluator's checks on one candidate round: wall clock, timer identity, output re-check."""
+    if sum(times) > outside * 1.02 + 1e-4 and "tamper" not in cfg.gates_off:
+        stage.findings.append(Finding(category=Category.integrity, rejects=True, message=(
+            f"reported times ({sum(times):.4g} s) exceed the wall time seen from outside ({outside:.4g} s): "
+            "the timer was tampered with")))
+        return False
+    if r.get("tampered") and "tamper" not in cfg.gates_off:
+        stage.findings.append(Finding(category=Category.integrity, rejects=True,
+                                      message=f"timing functions replaced by the candidate: {r['tampered']}"))
+        return False
+    bad = _recheck(r.get("output"), ref, case, seed, cfg.recheck_elements) if "recheck" not in cfg.gates_off else ""
+    if bad:
+        stage.findings.append(Finding(category=Category.integrity, rejects=True, message=(
+            f"output computed inside the timing loop is wrong (set {index}, round {rnd}): {bad} — "
+            "cached or replayed results?")))
+        return False
+    return True
 
 
 def _summary(samples: list[float]) -> dict[str, Any]:
@@ -281,13 +432,16 @@ def _summary(samples: list[float]) -> dict[str, Any]:
             "rel_stderr": s.rel_stderr, "outliers": s.n_outliers, "min": s.min, "max": s.max}
 
 
-def _recheck(output: Any, ref: Any, case: Case) -> str:
+def _recheck(output: Any, ref: Any, case: Case, seed: int, k: int) -> str:
     outs = cmp.as_list(output)
     if len(outs) != len(ref.out64):
         return f"{len(outs)} outputs, expected {len(ref.out64)}"
     for o, r64, rd in zip(outs, ref.out64, ref.out_d):
         if not isinstance(rd, torch.Tensor):
             continue
+        idx = sample_index(rd.numel(), k, seed)
+        if idx is not None:  # the worker sent the elements at these positions only
+            r64, rd = r64.reshape(-1)[idx], rd.reshape(-1)[idx.to(rd.device)]
         if not isinstance(o, torch.Tensor) or list(o.shape) != list(rd.shape):
             return "wrong output type or shape"
         c = cmp.compare(o, r64, cmp.calibrate(rd.dtype, r64, rd))
@@ -299,7 +453,7 @@ def _recheck(output: Any, ref: Any, case: Case) -> str:
 def _roofline(task: Task, case: Case, inputs: list[Any], ref: Any, device: str, ceilings: roofline.Ceilings,
               result: dict[str, Any], cfg: TimingConfig, stage: StageResult) -> None:
     dev_in = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
-    fn = _baseline_fns(task, case, device, ("eager",))["eager"][0]
+    fn = _local_fn(task, case, device, "eager")
     try:
         flops = roofline.count_flops(fn, dev_in)
     except Exception:  # noqa: BLE001

