@@ -32,6 +32,7 @@ class CheckConfig(BaseModel):
     # baselines timed against the candidate (None: the device's default: eager, torch.compile default and
     # max-autotune-no-cudagraphs on cuda; eager on cpu)
     baselines: tuple[str, ...] | None = None
+    profile: bool = False  # the profile stage (ncu speed-of-light metrics, bottleneck class) for a passing candidate
     # named gates to switch off: only for showing, in tests, that a gate is what catches a cheat
     gates_off: frozenset[str] = frozenset()
     cache_dir: Path = Field(default_factory=default_cache_dir)

@@ -74,3 +74,15 @@ def test_time_below_the_roofline_floor_is_rejected_as_implausible():
         assert all(r.category is Category.integrity for r in v.reasons)
     finally:
         path.write_text(saved)
+
+
+def test_profile_stage_reports_speed_of_light_and_a_bottleneck_class():
+    v = check(ROOT / "examples" / "softmax_triton.py", SOFTMAX, device="cuda", time_budget=5, timing=False,
+              profile=True)
+    assert v.accepted, v.reasons
+    p = v.stage("profile")
+    assert p.status.value == "passed", p.evidence
+    e = p.evidence
+    assert e["kernels"] >= 1 and e["duration_s"] > 0
+    assert e["bottleneck"] in ("memory", "compute", "latency")
+    assert 0 <= e["dram_pct"] <= 100 and 0 <= e["sm_pct"] <= 100

@@ -173,6 +173,7 @@ class Worker:
     proc: subprocess.Popen[bytes] | None = None
     tmp: Path | None = None
     containment: dict[str, Any] = field(default_factory=dict)
+    wrap: tuple[str, ...] = ()  # a launcher put in front of python inside the sandbox (the profile stage's ncu)
 
     def start(self) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="assay-worker-"))
@@ -184,7 +185,7 @@ class Worker:
             env["TRITON_CACHE_DIR"] = str(self.cache_dir / "triton")
         writable = [str(self.tmp), *writable_devices(), "/proc/self"]  # CUDA writes under /proc/self (error 304 without)
         if self.device == "cuda":
-            writable.append("/dev/shm")  # CUDA IPC; the restricted /dev list is not yet verified on a GPU
+            writable.append("/dev/shm")  # CUDA IPC (this /dev list ran the GPU tests on the H200, 2026-11-30)
         if self.cache_dir is not None:
             writable.append(str(self.cache_dir / "triton"))
         if "TORCH_EXTENSIONS_DIR" in self.extra_env:
@@ -207,7 +208,7 @@ class Worker:
             f"os.close({req_r}); os.close({resp_w}); os.dup2(a, 3); os.dup2(b, 4); os.close(a); os.close(b)\n"
             f"{_BOOT}\n"
         )
-        cmd = [*prefix, sys.executable, "-I", "-B", str(launcher), src]
+        cmd = [*prefix, *self.wrap, sys.executable, "-I", "-B", str(launcher), src]
         self._out = open(self.tmp / "output.log", "wb")
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT,

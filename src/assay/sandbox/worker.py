@@ -280,6 +280,22 @@ def _probe(st: _State, req: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "hot_s": hot, "hot_note": note, "kernel_s": kernel_s, "kernels": kernels}
 
 
+def _profile_call(st: _State, req: dict[str, Any]) -> dict[str, Any]:
+    """Warm up, then one call between cudaProfilerStart/Stop: what ``ncu --profile-from-start off``
+    (the profile stage's launcher) records."""
+    import torch
+
+    with torch.no_grad():
+        for _ in range(int(req.get("warmup", 3))):
+            st.fn(*st.sets[0])
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+        st.fn(*st.sets[0])
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
+    return {"ok": True}
+
+
 def _outputs_plain(out: Any) -> Any:
     import torch
 
@@ -337,6 +353,7 @@ def main() -> None:
     st.landlock = st_landlock
     _capture_originals()
     handlers = {"load": _load, "run": _run, "stage": _stage, "time": _time, "probe": _probe,
+                "profile_call": _profile_call,
                 "trace": _trace}
     while True:
         try:

@@ -30,6 +30,13 @@ def summarize(v: Verdict, limit: int = 2500) -> str:
             roof = s.get("roofline", {}).get("fraction")
             lines.append(f"- timing {s['dims']}: median {s['candidate']['median'] * 1e6:.1f} us; speedup {sp}; "
                          f"roofline fraction {roof if roof is None else round(roof, 3)}")
+    prof = v.stage("profile")
+    if prof is not None and prof.evidence.get("bottleneck"):
+        e = prof.evidence
+        occ = e.get("occupancy_pct")
+        lines.append(f"- profile {e.get('dims')}: {e['bottleneck']}-bound (DRAM {e['dram_pct']:.0f}% of peak, "
+                     f"SM {e['sm_pct']:.0f}%, occupancy {'?' if occ is None else f'{occ:.0f}%'}); "
+                     f"top stalls: {', '.join(e.get('top_stalls') or []) or '-'}")
     text = "\n".join(lines)
     return text[:limit]
 
