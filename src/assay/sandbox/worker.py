@@ -59,7 +59,6 @@ class _State:
         self.flusher: Any = None
         self.landlock = ""
         self.l2_reset = ""
-        self.null_escape: tuple[float, float] | None = None
         self.block_s = 0.0
 
 
@@ -243,8 +242,6 @@ def _time(st: _State, req: dict[str, Any]) -> dict[str, Any]:
                 target[int(i)].view(-1)[int(off):int(off) + vals.numel()] = vals.to(target[int(i)].device)
         if st.device == "cuda" and not st.l2_reset:
             st.l2_reset = timing.reset_persisting_l2()
-        if st.null_escape is None:
-            st.null_escape = timing.null_escapes(st.device)
         if req.get("calibrate"):
             st.block_s = timing.block_for(st.fn, st.sets, st.device)
         times, escapes, out = timing.cold_samples(st.fn, st.sets, int(req["n"]), st.device, st.flusher,
