@@ -31,8 +31,13 @@ if TYPE_CHECKING:
 
 
 def check(candidate: str | Path | Candidate, task: "str | Path | Task", config: CheckConfig | None = None,
-          log: Callable[[str], None] | None = None, **overrides: object) -> Verdict:
-    """Run the gauntlet for one candidate against one task and return its verdict."""
+          log: Callable[[str], None] | None = None, while_waiting: Callable[[], object] | None = None,
+          **overrides: object) -> Verdict:
+    """Run the gauntlet for one candidate against one task and return its verdict.
+
+    ``while_waiting``: the caller's own work (the CLI opens its store), run once while the worker
+    runs the first correctness case, when this process would otherwise wait idle; not run when
+    the check ends before that. An exception it raises ends the check."""
     cfg = config or CheckConfig.for_device(overrides.pop("device", None), **overrides)  # type: ignore[arg-type]
     t0 = time.monotonic()
     if isinstance(candidate, Candidate):
@@ -46,13 +51,14 @@ def check(candidate: str | Path | Candidate, task: "str | Path | Task", config: 
     worker = Worker(device=cfg.device, cache_dir=cfg.cache_dir, extra_env=_env_for(source, language, cfg))
     worker.start()
     try:
-        return _check(candidate, path, source, task, worker, cfg, log, t0)
+        return _check(candidate, path, source, task, worker, cfg, log, t0, while_waiting)
     finally:
         worker.close()
 
 
 def _check(candidate: str | Path | Candidate, path: str, source: str, task: "str | Path | Task", worker: Worker,
-           cfg: CheckConfig, log: Callable[[str], None] | None, t0: float) -> Verdict:
+           cfg: CheckConfig, log: Callable[[str], None] | None, t0: float,
+           while_waiting: Callable[[], object] | None = None) -> Verdict:
     import assay.nodynamo  # noqa: F401  (before any module defines a dispatch mode)
     from assay.candidate.scan import scan
     from assay.measure.environment import environment
@@ -76,7 +82,7 @@ def _check(candidate: str | Path | Candidate, path: str, source: str, task: "str
         stages.append(run_gauntlet(t, worker, cfg.device, secret, cfg.time_budget, cfg.case_timeout,
                                    replay=replay, log=log, gates_off=cfg.gates_off,
                                    random_budget=RANDOM_BUDGET.get(cfg.device),
-                                   while_waiting=lambda: _warm_later_stages(cfg)))
+                                   while_waiting=lambda: _warm_later_stages(cfg, while_waiting)))
         stages[-1].evidence["containment"] = {**worker.containment, "landlock": build.evidence.get("landlock")}
         stages += _later_stages(t, cand, worker, cfg, secret, replay is not None, stages[-1].status)
     else:
@@ -93,18 +99,20 @@ def _check(candidate: str | Path | Candidate, path: str, source: str, task: "str
 # The timing stage's CPU settings (on top of TimingConfig.for_device's): an interpreted Triton call
 # takes ~0.1 s on the CPU and no CPU speedup is a claim worth sampling to 0.5 % stderr; every round
 # still re-checks the output and the clocks, and the stage's own minimum of rounds applies.
-CPU_TIMING: dict[str, Any] = {"warmup": 1, "per_round": 1, "min_samples": 3, "max_time": 0.5}
+CPU_TIMING: dict[str, Any] = {"warmup": 1, "per_round": 1, "min_samples": 3, "max_time": 0.25}
 
 
-def _warm_later_stages(cfg: CheckConfig) -> None:
+def _warm_later_stages(cfg: CheckConfig, caller: Callable[[], object] | None) -> None:
     """Imports and the environment record the later stages need, made while the worker runs the
-    first correctness case (this process would otherwise wait idle)."""
+    first correctness case (this process would otherwise wait idle); then the caller's own work."""
     from assay.measure.environment import environment
     from assay.verify import integrity  # noqa: F401
 
     environment(cfg.device)  # cached: the verdict's record
     if cfg.timing:
         from assay.measure import stage  # noqa: F401
+    if caller is not None:
+        caller()
 
 
 def _later_stages(t: Task, cand: Candidate, worker: Worker, cfg: CheckConfig, secret: bytes, replaying: bool,

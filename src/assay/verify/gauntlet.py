@@ -24,7 +24,7 @@ MIN_RANDOM = 4  # random cases run even past the random budget (when the plan ha
 # layouts, value classes, specials, largest sizes: those always run), per device. On the CPU a
 # Triton kernel runs interpreted (~5 ms per program instance), so random shapes get a budget of
 # their own; elsewhere (None) only the stage's time budget bounds them.
-RANDOM_BUDGET: dict[str, float | None] = {"cpu": 1.0, "cuda": None}
+RANDOM_BUDGET: dict[str, float | None] = {"cpu": 0.5, "cuda": None}
 
 
 @dataclass
