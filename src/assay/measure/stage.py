@@ -219,7 +219,8 @@ def run_timing(task: Task, worker: Worker, device: str, secret: bytes, cfg: Timi
             if len(sides) == 1:  # baseline workers start once and serve every shape
                 sides += _baseline_sides(task, case, device, cfg, flusher, cache_dir, notes)
             try:
-                shapes.append(_time_shape(task, case, w.weight, sides, device, secret, cfg, ceilings, stage, null))
+                shapes.append(_time_shape(task, case, w.weight, sides, device, secret, cfg, ceilings, stage, null,
+                                          cache_dir))
             except WorkerDied as e:
                 stage.findings.append(Finding(category=Category.robustness, rejects=True,
                                               message=f"candidate died while being timed: {e.message}"))
@@ -289,7 +290,7 @@ def _round_value(times: list[float], escapes: list[float], null: tuple[float, fl
 
 def _time_shape(task: Task, case: Case, weight: float, sides: list[_Side], device: str, secret: bytes,
                 cfg: TimingConfig, ceilings: roofline.Ceilings, stage: StageResult,
-                null: tuple[float, float] = (0.0, 0.0)) -> dict[str, Any]:
+                null: tuple[float, float] = (0.0, 0.0), cache_dir: Any = None) -> dict[str, Any]:
     first = make_inputs(task, replace(case, seed=derive_seed(secret, f"timing/{case.key()}/0")))
     set_bytes = sum(x.numel() * x.element_size() for x in first if isinstance(x, torch.Tensor))
     n_sets = max(2, min(cfg.sets, cfg.sets_bytes // max(set_bytes, 1)))  # big inputs: fewer sets to ship
@@ -393,6 +394,7 @@ def _time_shape(task: Task, case: Case, weight: float, sides: list[_Side], devic
     for s in sides[1:]:
         ci = stats.paired_speedup(rounds_v[s.name], rounds_v[cname], noise_floor=cfg.same_within)
         result["speedup"][s.name] = {"estimate": ci.estimate, "lo": ci.lo, "hi": ci.hi, "call": ci.call, "n": ci.n}
+    _remember_baselines(task, case, device, result, cache_dir)
     _roofline(task, cases[0], sets[0], refs[0], device, ceilings, result, cfg, stage)
     if device == "cuda":
         hr = cand.probe()
@@ -406,6 +408,38 @@ def _time_shape(task: Task, case: Case, weight: float, sides: list[_Side], devic
                 f"profiler kernel time {kt * 1e6:.1f} us vs event time {med * 1e6:.1f} us at {case.dims}: "
                 "large gap (work outside the candidate's kernels, or escaping the timed window)")))
     return result
+
+
+def _remember_baselines(task: Task, case: Case, device: str, result: dict[str, Any], cache_dir: Any) -> None:
+    """Baseline medians are cached per (task, shape, dtype, environment fingerprint). They are
+    always measured live (the speedup pairs rounds); the cache gives each a drift figure against
+    the last check on the same stack, so a noisy or throttled session shows up."""
+    if cache_dir is None or not result.get("baselines"):
+        return
+    import hashlib
+    import json
+
+    from assay.measure.environment import environment
+
+    env = environment(device)
+    fp = "|".join(str(env.get(k)) for k in ("torch", "triton", "cuda", "gpu", "driver", "cpu"))
+    key = hashlib.sha256(f"{task.source or task.name}|{sorted(case.dims.items())}|{case.dtype}|{fp}".encode()).hexdigest()[:24]
+    path = Path(cache_dir) / "baselines.json"
+    try:
+        data = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, ValueError):
+        data = {}
+    prev = data.get(key, {})
+    now = {n: b["round_median"] for n, b in result["baselines"].items()}
+    result["baseline_drift"] = {n: now[n] / prev[n] for n in now if prev.get(n)}
+    data[key] = now
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(path)
+    except OSError:
+        pass
 
 
 def _candidate_round_ok(r: dict[str, Any], times: list[float], outside: float, ref: Any, case: Case, seed: int,

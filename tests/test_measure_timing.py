@@ -1,0 +1,84 @@
+"""The timing stage on the CPU: baselines in their own workers (the cuda default), the evaluator
+fallback for a task without a source file, the baseline drift cache, timing-loop helpers."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import torch
+
+from assay.candidate.source import load_candidate
+from assay.config import CheckConfig
+from assay.evaluate import _build, _env_for
+from assay.measure import timing
+from assay.measure.baselines import baseline_source
+from assay.measure.stage import TimingConfig, run_timing
+from assay.sandbox.process import Worker
+from assay.task import Dim, Input, Task, Workload, load_task
+
+ROOT = Path(__file__).parents[1]
+RELU_TASK = ROOT / "tests" / "adversarial" / "tasks" / "relu.py"
+RELU = ROOT / "tests" / "adversarial" / "candidates" / "relu_torch.py"
+
+
+def _time(task: Task, cand: Path, tmp: Path, **kw: object):
+    cfg = CheckConfig(device="cpu", cache_dir=tmp)
+    c = load_candidate(cand, task.entry_name)
+    w = Worker(device="cpu", cache_dir=tmp, extra_env=_env_for(c.source, c.language, cfg))
+    w.start()
+    try:
+        assert _build(c, task, w, cfg).status.value == "passed"
+        return run_timing(task, w, "cpu", secrets.token_bytes(16), TimingConfig.for_device("cpu", **kw), tmp)
+    finally:
+        w.close()
+
+
+def test_baselines_in_their_own_workers_are_timed_like_the_candidate(tmp_path):
+    st = _time(load_task(RELU_TASK), RELU, tmp_path, baseline_process="worker", max_time=0.5)
+    ev = st.evidence
+    assert st.status.value == "passed" and ev["baseline_process"] == "worker" and ev["notes"] == []
+    (shape,) = ev["shapes"]
+    # the worker side reports its spin calibration: the baseline was measured by the worker's loop
+    assert set(shape["block_s"]) == {"candidate", "eager"}
+    sp = shape["speedup"]["eager"]
+    assert sp["lo"] <= sp["estimate"] <= sp["hi"] and sp["n"] >= 3
+    # the same function on both sides: an A/A on a 2-core CPU, so only a loose bound
+    assert 0.5 < sp["estimate"] < 2.0
+
+
+def test_a_task_without_a_source_file_times_its_baseline_in_the_evaluator_and_says_so(tmp_path):
+    task = Task(name="relu-mem", reference=torch.relu, dims={"M": Dim(1, 64), "N": Dim(1, 64)},
+                inputs=[Input("x", ("M", "N"))], workloads=[Workload({"M": 16, "N": 32})], entry="relu")
+    assert baseline_source(task, "eager") is None
+    st = _time(task, RELU, tmp_path, baseline_process="worker", max_time=0.3)
+    assert any("no source file" in n for n in st.evidence["notes"])
+    assert "eager" in st.evidence["shapes"][0]["speedup"]
+
+
+def test_baseline_drift_is_reported_against_the_last_check_on_the_same_stack(tmp_path):
+    task = load_task(RELU_TASK)
+    first = _time(task, RELU, tmp_path, max_time=0.3).evidence["shapes"][0]
+    second = _time(task, RELU, tmp_path, max_time=0.3).evidence["shapes"][0]
+    assert first["baseline_drift"] == {}
+    assert set(second["baseline_drift"]) == {"eager"} and second["baseline_drift"]["eager"] > 0
+    assert (tmp_path / "baselines.json").exists()
+
+
+def test_baseline_sources_are_candidate_files_for_functions_and_modules(tmp_path):
+    fn_task = load_task(RELU_TASK)
+    src = baseline_source(fn_task, "compile:max-autotune-no-cudagraphs")
+    assert "mode='max-autotune-no-cudagraphs'" in src and "def relu(*args)" in src
+    compile(src, "baseline.py", "exec")
+    mod = load_task(ROOT / "tests" / "knowledge" / "tasks" / "softmax_module.py")
+    msrc = baseline_source(mod, "eager", "float16")
+    assert "class ModelNew(" in msrc and "self.to(_t.float16)" in msrc
+    compile(msrc, "baseline.py", "exec")
+
+
+def test_sampled_recheck_positions_are_reproducible_and_bounded():
+    a = timing.sample_index(10_000, 100, seed=7)
+    b = timing.sample_index(10_000, 100, seed=7)
+    assert torch.equal(a, b) and a.numel() == 100 and int(a.max()) < 10_000
+    assert timing.sample_index(50, 100, seed=7) is None  # few elements: all are re-checked
+    assert timing.block_for(lambda: None, [[]], "cpu") == 0.0
