@@ -79,6 +79,7 @@ def test_rejected_exit_1_with_minimal_failing_case(env, tmp_path):
     (["check", "good.py", "--task", "broken.py"], "broken.py: syntax error at line 1"),
     (["check", "noentry.py", "--task", "task.py"], "noentry.py: defines neither `scale` nor `ModelNew`"),
     (["check", "good.py", "--task", "task.py", "--device", "tpu"], "--device must be cpu or cuda"),
+    (["check", "good.py", "--task", "task.py", "--baseline", "cublas"], "--baseline must be eager, compile"),
 ])
 def test_user_errors_exit_2_one_line_no_traceback(env, tmp_path, args, needle):
     (tmp_path / "broken.py").write_text("task = (\n")
@@ -96,3 +97,12 @@ def test_history_lists_recorded_checks(env, tmp_path):
     assert r.returncode == 0 and "scale" in r.stdout and "accepted" in r.stdout
     r = run(["show", "1"], env, tmp_path)
     assert json.loads(r.stdout)["accepted"] is True
+
+
+def test_profile_on_cpu_is_a_skipped_stage_with_its_reason(env, tmp_path):
+    r = run(["check", "good.py", "--task", "task.py", "--device", "cpu", "--json", "--time-budget", "2",
+             "--allow-primitive", "--no-timing", "--profile"], env, tmp_path)
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)
+    prof = v["stages"][-1]
+    assert prof["name"] == "profile" and prof["status"] == "skipped" and "CUDA" in prof["evidence"]["reason"]

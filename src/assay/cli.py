@@ -38,6 +38,10 @@ def check(
     allow_primitive: bool = typer.Option(False, "--allow-primitive",
                                          help="accept candidates whose work is done by torch library ops"),
     timing: bool = typer.Option(True, "--timing/--no-timing", help="time the candidate against live baselines"),
+    profile: bool = typer.Option(False, "--profile", help="profile a passing candidate with ncu (cuda): "
+                                 "speed-of-light metrics and a bottleneck class"),
+    baseline: list[str] = typer.Option([], "--baseline", help="baseline to time against (repeatable): eager, "
+                                       "compile, compile:MODE; default: eager + compile modes on cuda, eager on cpu"),
     db: str = typer.Option(default_db_url(), "--db", help="SQLAlchemy URL of the store (env ASSAY_DB)"),
     no_store: bool = typer.Option(False, "--no-store", help="do not record this check"),
 ) -> None:
@@ -46,9 +50,13 @@ def check(
 
     if device not in (None, "cpu", "cuda"):
         _fail(UserError(f"--device must be cpu or cuda, not {device!r}"))
+    for b in baseline:
+        if b not in ("eager", "compile") and not b.startswith("compile:"):
+            _fail(UserError(f"--baseline must be eager, compile or compile:MODE, not {b!r}"))
     try:
         cfg = CheckConfig.for_device(device, time_budget=time_budget, case_timeout=case_timeout,
-                                     replay=replay, require_custom_kernel=not allow_primitive, timing=timing)
+                                     replay=replay, require_custom_kernel=not allow_primitive, timing=timing,
+                                     baselines=tuple(baseline) or None, profile=profile)
         if cfg.device == "cuda":
             import torch
 

@@ -88,6 +88,11 @@ def _check(candidate: str | Path | Candidate, path: str, source: str, task: "str
     else:
         stages.append(StageResult(name="correctness", status=Status.skipped))
     worker.close()  # before the verdict is assembled: nothing more is asked of it
+    if cfg.profile and all(s.status is not Status.failed for s in stages) and replay is None:
+        from assay.measure.profile import run_profile
+
+        stages.append(run_profile(t, cand.source, cand.entry, cfg.device, secret, cfg.cache_dir,
+                                  _env_for(source, cand.language, cfg)))
     accepted, reasons = decide(stages)
     integ = next((s for s in stages if s.name == "integrity" and s.evidence.get("label")), None)
     cand_info = {**cand.describe(), **({"label": integ.evidence["label"]} if integ else {})}
@@ -127,7 +132,9 @@ def _later_stages(t: Task, cand: Candidate, worker: Worker, cfg: CheckConfig, se
                           cfg.require_custom_kernel and "primitive" not in cfg.gates_off)
     if integ.status is Status.failed or not cfg.timing:
         return [integ, StageResult(name="timing", status=Status.skipped)]
-    tcfg = TimingConfig.for_device(cfg.device, gates_off=cfg.gates_off, **(CPU_TIMING if cfg.device == "cpu" else {}))
+    chosen = {"baselines": cfg.baselines} if cfg.baselines else {}
+    tcfg = TimingConfig.for_device(cfg.device, gates_off=cfg.gates_off, **chosen,
+                                   **(CPU_TIMING if cfg.device == "cpu" else {}))
     timing = run_timing(t, worker, cfg.device, secret, tcfg, cache_dir=cfg.cache_dir)
     return [integ, timing]
 
