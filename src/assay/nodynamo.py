@@ -22,14 +22,16 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 MODULES = frozenset({"assay.sandbox.worker", "torch.utils.flop_counter"})
 
-_default = TorchDispatchMode.__dict__["_should_skip_dynamo"].__func__
+# torch versions without the hook (it is not in every release we support) keep their behaviour
+_hook = TorchDispatchMode.__dict__.get("_should_skip_dynamo")
+_default = getattr(_hook, "__func__", None)
 
 
 def _should_skip_dynamo(cls: type) -> bool:
     if cls.__module__ in MODULES:
         return False
-    return _default(cls)
+    return _default(cls) if _default is not None else True
 
 
-if getattr(TorchDispatchMode._should_skip_dynamo, "__func__", None) is not _should_skip_dynamo:
+if _default is not None and getattr(TorchDispatchMode._should_skip_dynamo, "__func__", None) is not _should_skip_dynamo:
     TorchDispatchMode._should_skip_dynamo = classmethod(_should_skip_dynamo)  # type: ignore[method-assign,assignment]
