@@ -86,17 +86,20 @@ def item_a() -> None:
 
 
 def item_b() -> None:
-    print("\n## b. cold event time vs profiler kernel time vs hot (graph replay), Triton softmax fp32")
-    print("shape | cold median us | profiler kernel us | cold/kernel | hot us")
+    print("\n## b. cold event time vs profiler kernel time vs hot (graph replay), Triton softmax fp32,")
+    print("   with the L2 flushed by writing (zeroing) a buffer or by reading one (timing.Flusher)")
+    print("shape | flush | cold median us | profiler kernel us | cold/kernel | hot us")
     cand = ROOT / "examples" / "softmax_triton.py"
     for m, n in ((4096, 1024), (8192, 4096), (32768, 4096)):
-        task = load_task(FIX / "aa_softmax_task.py")
-        task.workloads = (Workload({"M": m, "N": n}),)
-        st = time_it(task, cand, max_time=3.0)
-        s = st["evidence"]["shapes"][0]
-        k = s.get("profiler_kernel_s")
-        ratio = f"{s['candidate']['median'] / k:.3f}" if k else "-"
-        print(f"{m}x{n} | {us(s['candidate']['median'])} | {us(k)} | {ratio} | {us(s.get('hot_s'))}")
+        for flush in ("write", "read"):
+            task = load_task(FIX / "aa_softmax_task.py")
+            task.workloads = (Workload({"M": m, "N": n}),)
+            st = time_it(task, cand, max_time=3.0, flush=flush)
+            s = st["evidence"]["shapes"][0]
+            k = s.get("profiler_kernel_s")
+            ratio = f"{s['candidate']['median'] / k:.3f}" if k else "-"
+            print(f"{m}x{n} | {flush} | {us(s['candidate']['median'])} | {us(k)} | {ratio} | {us(s.get('hot_s'))}",
+                  flush=True)
 
 
 def item_c() -> None:

@@ -58,6 +58,7 @@ class TimingConfig:
     # "worker": each baseline in its own worker process, timed by the candidate's code (CUDA default);
     # "evaluator": in the evaluator process with the same loop (CPU default: no extra process start)
     baseline_process: str = "worker"
+    flush: str = "write"  # how the L2 is evicted before a cold sample: write (zero a buffer) or read (timing.Flusher)
     recheck_elements: int = 1 << 20  # output elements re-checked per round (all when fewer)
     plausibility_tolerance: float = 0.1
     ceilings_cache: str | None = None
@@ -96,8 +97,9 @@ class BaselineFailed(Exception):
 
 
 class _WorkerSide(_Side):
-    def __init__(self, name: str, worker: Worker, own: bool = False) -> None:
+    def __init__(self, name: str, worker: Worker, own: bool = False, flush: str = "write") -> None:
         self.name, self.worker, self.own = name, worker, own  # own: a baseline's worker
+        self.flush = flush
 
     def _request(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
         try:
@@ -118,7 +120,7 @@ class _WorkerSide(_Side):
     def time(self, n: int, start: int, refresh: dict[str, Any] | None, sample: dict[str, int] | None,
              calibrate: bool = False) -> dict[str, Any]:
         return self._request({"op": "time", "n": n, "start": start, "refresh": refresh, "sample": sample,
-                              "calibrate": calibrate}, 600)
+                              "calibrate": calibrate, "flush": self.flush}, 600)
 
     def probe(self) -> dict[str, Any]:  # baselines: the hot number only (no profiler start-up)
         return self._request({"op": "probe", "what": "hot" if self.own else "hot_and_profile"}, 300)
@@ -194,7 +196,7 @@ def _baseline_sides(task: Task, case: Case, device: str, cfg: TimingConfig, flus
             notes.append(f"{name}: baseline worker failed to load ({resp.get('error')}); timed in the evaluator")
             sides.append(_LocalSide(name, _local_fn(task, case, device, name), device, flusher))
             continue
-        sides.append(_WorkerSide(name, w, own=True))
+        sides.append(_WorkerSide(name, w, own=True, flush=cfg.flush))
     return sides
 
 
@@ -207,11 +209,11 @@ def run_timing(task: Task, worker: Worker, device: str, secret: bytes, cfg: Timi
     ceilings = roofline.load_or_measure(device, ceil_path) if ceil_path else roofline.measure_ceilings(device)
     shapes: list[dict[str, Any]] = []
     budget = Budget.for_device(device)
-    flusher = Flusher(device)
+    flusher = Flusher(device, cfg.flush)
     null = null_escapes(device)
     l2 = reset_persisting_l2() if device == "cuda" else "n/a (cpu)"
     notes: list[str] = []
-    sides: list[_Side] = [_WorkerSide("candidate", worker)]
+    sides: list[_Side] = [_WorkerSide("candidate", worker, flush=cfg.flush)]
     try:
         for w in task.workloads:
             dims = shrink_to(task, dict(w.dims), budget.max_elems)  # unchanged when it fits
@@ -240,7 +242,7 @@ def run_timing(task: Task, worker: Worker, device: str, secret: bytes, cfg: Timi
     stage.evidence = {"l2_persisting": l2, "null_escape_s": null[0], "device": device,
                       "timer": "cuda events, cold L2, blocking spin before each call" if device == "cuda"
                       else "cpu perf_counter",
-                      "baseline_process": cfg.baseline_process, "notes": sorted(set(notes)),
+                      "baseline_process": cfg.baseline_process, "flush": cfg.flush, "notes": sorted(set(notes)),
                       "shapes": shapes, "ceilings": {"copy_bandwidth": ceilings.copy_bandwidth,
                                                      "matmul_flops": ceilings.matmul_flops},
                       "clocks_start": env_start, "clocks_end": env_end}

@@ -20,16 +20,31 @@ _perf_counter = time.perf_counter  # captured at import, before any candidate
 
 
 class Flusher:
-    buf: Any = None
+    """Evicts the L2 before a cold sample by touching a buffer of twice its size.
 
-    def __init__(self, device: str) -> None:
-        self.buf = None
+    ``write`` (default; what nvbench and Triton's do_bench do): zero the buffer. The L2 is then
+    full of *dirty* lines, written back to DRAM while the timed call runs. ``read``: reduce over
+    a buffer that is never written, leaving clean lines; the previous call's dirty lines are
+    written back during the flush, outside the timed window. Which one matches ncu's own cache
+    control better is an open measurement (docs/measurements.md, item b)."""
+
+    buf: Any = None
+    mode = "write"
+
+    def __init__(self, device: str, mode: str = "write") -> None:
+        if mode not in ("write", "read"):
+            raise ValueError(f"flush mode must be write or read, not {mode!r}")
+        self.buf, self.mode = None, mode
         if device == "cuda":
             l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20) or (64 << 20))
-            self.buf = torch.empty(2 * l2 // 4, dtype=torch.int32, device="cuda")
+            self.buf = (torch.ones if mode == "read" else torch.empty)(2 * l2 // 4, dtype=torch.int32, device="cuda")
 
     def __call__(self) -> None:
-        if self.buf is not None:
+        if self.buf is None:
+            return
+        if self.mode == "read":
+            self.buf.amax()
+        else:
             self.buf.zero_()
 
 

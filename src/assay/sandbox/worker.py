@@ -232,8 +232,9 @@ def _time(st: _State, req: dict[str, Any]) -> dict[str, Any]:
 
     from assay.measure import timing
 
-    if st.flusher is None:
-        st.flusher = timing.Flusher(st.device)
+    mode = str(req.get("flush") or "write")
+    if st.flusher is None or st.flusher.mode != mode:
+        st.flusher = timing.Flusher(st.device, mode)
     with torch.no_grad():
         refresh = req.get("refresh")
         if refresh:  # fresh values written into the same memory: a cache keyed on pointers goes stale
