@@ -29,7 +29,8 @@ def run_one(name: str, args: argparse.Namespace, work: Path) -> dict:
     out = work / f"{name}_best.py"
     cmd = [sys.executable, "-m", "assay.cli", "optimize", str(args.tasks / f"{name}.py"), "--device", args.device,
            "--budget", str(args.budget), "--time-budget", str(args.time_budget), "--out", str(out), "--json",
-           "--db", f"sqlite:///{work / 'optimize.db'}"]
+           "--db", f"sqlite:///{work / 'optimize.db'}", "--jobs", str(args.jobs),
+           *[a for b in args.baseline.split(",") if b for a in ("--baseline", b)]]
     t0 = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ})
     wall = time.monotonic() - t0
@@ -71,6 +72,8 @@ def main() -> None:
     ap.add_argument("--time-budget", type=float, default=300.0, help="seconds per task")
     ap.add_argument("--only", default=",".join(ORDER))
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--jobs", type=int, default=1, help="evaluator processes per run (timing stays serial)")
+    ap.add_argument("--baseline", default="", help="comma list passed as --baseline (default: the device's)")
     ap.add_argument("--tasks", type=Path, default=TASKS, help="folder of task files (default: the GPU-size six)")
     args = ap.parse_args()
     names = [n.strip() for n in args.only.split(",") if n.strip()]

@@ -105,3 +105,19 @@ def test_the_bottleneck_class_reaches_the_generator_feedback():
                 seconds=1.0)
     text = summarize(v)
     assert "profile {'M': 4}: memory-bound (DRAM 8" in text and "long_scoreboard" in text
+
+
+def test_without_ncu_the_class_comes_from_the_roofline_of_the_timing_stage():
+    ev = {"ceilings": {"copy_bandwidth": 4e12, "matmul_flops": {"float32": 5e13, "bfloat16": 8e14}},
+          "shapes": [{"dims": {"M": 1}, "dtype": "float32", "weight": 1.0, "candidate": {"median": 100e-6},
+                      "roofline": {"bytes": 3.6e8, "flops": 1e8}},  # 3.6 TB/s: 90% of the copy ceiling
+                     {"dims": {"M": 2}, "dtype": "bfloat16", "weight": 1.0, "candidate": {"median": 1e-3},
+                      "roofline": {"bytes": 4e8, "flops": 6e11}}]}  # 0.4 TB/s (10%), 600 TFLOP/s (75%)
+    both = prof.roofline_bottleneck(ev)
+    assert abs(both["dram_pct"] - 50.0) < 1e-9 and abs(both["sm_pct"] - 38.5) < 1e-6  # (2% + 75%) / 2
+    assert both["bottleneck"] == "latency" and "roofline" in both["source"]
+    mem_only = prof.roofline_bottleneck({**ev, "shapes": ev["shapes"][:1]})
+    assert mem_only["bottleneck"] == "memory"
+    comp_only = prof.roofline_bottleneck({**ev, "shapes": ev["shapes"][1:]})
+    assert comp_only["bottleneck"] == "compute"
+    assert prof.roofline_bottleneck({"shapes": []}) == {}

@@ -158,6 +158,8 @@ def optimize(
     islands: bool = typer.Option(False, "--islands", help="parents from the proposing generator's own kernels "
                                  "(with occasional migration)"),
     seed: int = typer.Option(0, "--seed", help="seed of parent selection and of the offline tuner"),
+    baseline: list[str] = typer.Option([], "--baseline", help="baselines every candidate is timed against "
+                                       "(repeatable: eager, compile, compile:MODE; default: the device's)"),
 ) -> None:
     """Search for a faster kernel: propose, check, keep the best; never slower than a baseline."""
     import json as _json
@@ -186,7 +188,10 @@ def optimize(
         if task is None:
             raise UserError("name a task file (or --resume RUN)")
         t = load_task(task)
-        cfg = CheckConfig.for_device(device, time_budget=check_budget)
+        for b in baseline:
+            if b not in ("eager", "compile") and not b.startswith("compile:"):
+                raise UserError(f"--baseline must be eager, compile or compile:MODE, not {b!r}")
+        cfg = CheckConfig.for_device(device, time_budget=check_budget, baselines=tuple(baseline) or None)
         gens = make_generators(generator, t, cfg.device, seed=seed, price_in=price_in, price_out=price_out)
         log = (lambda s: err.print(s, markup=False, highlight=False))
         if beam < 1:

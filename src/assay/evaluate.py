@@ -91,8 +91,14 @@ def _check(candidate: str | Path | Candidate, path: str, source: str, task: "str
     if cfg.profile and all(s.status is not Status.failed for s in stages) and replay is None:
         from assay.measure.profile import run_profile
 
-        stages.append(run_profile(t, cand.source, cand.entry, cfg.device, secret, cfg.cache_dir,
-                                  _env_for(source, cand.language, cfg)))
+        prof = run_profile(t, cand.source, cand.entry, cfg.device, secret, cfg.cache_dir,
+                           _env_for(source, cand.language, cfg))
+        timed = next((s for s in stages if s.name == "timing" and s.status is Status.passed), None)
+        if prof.status is not Status.passed and timed is not None and cfg.device == "cuda":
+            from assay.measure.profile import roofline_bottleneck
+
+            prof.evidence.update(roofline_bottleneck(timed.evidence))  # the class without ncu
+        stages.append(prof)
     accepted, reasons = decide(stages)
     integ = next((s for s in stages if s.name == "integrity" and s.evidence.get("label")), None)
     cand_info = {**cand.describe(), **({"label": integ.evidence["label"]} if integ else {})}

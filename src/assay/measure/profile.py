@@ -220,3 +220,29 @@ def _profile_once(task: Any, source: str, entry: str, device: str, secret: bytes
     stage.status = Status.passed
     stage.evidence = {"dims": case.dims, **summarize(kernels)}
     return stage
+
+
+def roofline_bottleneck(timing_evidence: dict[str, Any]) -> dict[str, Any]:
+    """A coarser class from the timing stage when ncu cannot run (no counters, no GPU): per shape,
+    achieved bandwidth and FLOP rate as % of the measured device ceilings, then ``classify``.
+    Weighted by each shape's weight; marked with its source."""
+    ceil = timing_evidence.get("ceilings") or {}
+    bw = ceil.get("copy_bandwidth") or 0.0
+    rates = ceil.get("matmul_flops") or {}
+    rows = []
+    for s in timing_evidence.get("shapes") or []:
+        med = (s.get("candidate") or {}).get("median")
+        roof = s.get("roofline") or {}
+        if not med or not bw:
+            continue
+        rate = rates.get(s.get("dtype", "float32")) or rates.get("float32") or 0.0
+        mem = 100.0 * roof.get("bytes", 0) / med / bw
+        comp = 100.0 * roof.get("flops", 0) / med / rate if rate else 0.0
+        rows.append((mem, comp, float(s.get("weight", 1.0))))
+    if not rows:
+        return {}
+    w = sum(r[2] for r in rows)
+    mem = sum(r[0] * r[2] for r in rows) / w
+    comp = sum(r[1] * r[2] for r in rows) / w
+    return {"bottleneck": classify(mem, comp), "dram_pct": mem, "sm_pct": comp, "occupancy_pct": None,
+            "top_stalls": [], "source": "roofline (achieved bandwidth and FLOP rate vs measured ceilings; ncu unavailable)"}
