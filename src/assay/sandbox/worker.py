@@ -195,6 +195,10 @@ def _trace(st: _State, req: dict[str, Any]) -> dict[str, Any]:
     ops: list[str] = []
 
     class _Rec(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:  # no torch._dynamo.disable wrapper (it imports dynamo, ~2 s)
+            return False
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
             ops.append(str(func.overloadpacket.__name__))
             return func(*args, **(kwargs or {}))
