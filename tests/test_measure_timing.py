@@ -68,7 +68,7 @@ def test_baseline_drift_is_reported_against_the_last_check_on_the_same_stack(tmp
 def test_baseline_sources_are_candidate_files_for_functions_and_modules(tmp_path):
     fn_task = load_task(RELU_TASK)
     src = baseline_source(fn_task, "compile:max-autotune-no-cudagraphs")
-    assert "mode='max-autotune-no-cudagraphs'" in src and "def relu(*args)" in src
+    assert "dynamic=False, mode='max-autotune-no-cudagraphs'" in src and "def relu(*args)" in src
     compile(src, "baseline.py", "exec")
     mod = load_task(ROOT / "tests" / "knowledge" / "tasks" / "softmax_module.py")
     msrc = baseline_source(mod, "eager", "float16")

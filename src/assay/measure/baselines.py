@@ -22,7 +22,9 @@ def baseline_source(task: Task, name: str, dtype: str | None = None) -> str | No
     if name != "eager" and not name.startswith("compile"):
         raise ValueError(f"unknown baseline {name!r} (eager, compile, compile:MODE)")
     mode = name.split(":", 1)[1] if ":" in name else None
-    compile_args = f", mode={mode!r}" if mode else ""
+    # dynamic=False: a kernel specialised to each workload shape, as a user compiling for that shape
+    # gets (by default torch.compile turns dynamic at the second shape: slower kernels, flattering speedups)
+    compile_args = ", dynamic=False" + (f", mode={mode!r}" if mode else "")
     entry = task.entry_name
     ref = getattr(task.reference, "__name__", "Model")
     src = task.source.rstrip() + "\n\n# --- assay baseline: " + name + " ---\nimport torch as _t\n"

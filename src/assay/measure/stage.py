@@ -167,7 +167,8 @@ def _local_fn(task: Task, case: Case, device: str, name: str) -> Callable[..., A
     if name == "eager":
         return eager
     mode = name.split(":", 1)[1] if ":" in name else None
-    return torch.compile(copy.deepcopy(eager) if isinstance(eager, torch.nn.Module) else eager, mode=mode)
+    return torch.compile(copy.deepcopy(eager) if isinstance(eager, torch.nn.Module) else eager, mode=mode,
+                         dynamic=False)  # specialised per shape, as baselines.baseline_source
 
 
 def _baseline_sides(task: Task, case: Case, device: str, cfg: TimingConfig, flusher: Flusher,
