@@ -53,8 +53,22 @@ _ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "f
 # ----------------------------------------------------------------------------- work
 
 
+def _unwrap_dynamo_disable() -> None:
+    """torch wraps the FLOP counter's dispatch mode in ``torch._dynamo.disable`` when the class is
+    defined, and the wrapper imports ``torch._dynamo`` (~2 s) on the first counted op; dynamo runs
+    frames eagerly under a dispatch mode anyway. ``assay.nodynamo`` prevents the wrapper when it is
+    imported first; this undoes it whatever the import order (the wrapper keeps ``__wrapped__``)."""
+    from torch.utils import flop_counter
+
+    inner = getattr(flop_counter, "_FlopCounterMode", None)
+    raw = getattr((inner.__dict__ if inner is not None else {}).get("__torch_dispatch__"), "__wrapped__", None)
+    if inner is not None and raw is not None:
+        inner.__torch_dispatch__ = raw
+
+
 def count_flops(fn: Callable[..., Any], inputs: Sequence[Any]) -> int:
     """Flops of ``fn(*inputs)`` (runs it once, without autograd); 0 for ops with no formula."""
+    _unwrap_dynamo_disable()
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         fn(*inputs)
     return int(counter.get_total_flops())
