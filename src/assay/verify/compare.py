@@ -1,11 +1,14 @@
 """Compare a candidate's output with the fp64 reference: tolerances, NaN/inf rules, where it fails.
 
-Tolerance for a floating output of dtype ``d`` (``K = 8``):
+Tolerance for a floating output of dtype ``d`` (``K = 8``, ``K_NORM = 16``):
 
 - calibrated (the default): ``e_abs``/``e_norm`` are the max-abs and relative-norm errors of
   the reference itself run in ``d`` against fp64 on the same inputs; then
   ``atol = max(ATOL_FLOOR[d], K * e_abs)``, ``rtol = RTOL_FLOOR[d]``,
-  ``norm_tol = max(NORM_FLOOR[d], K * e_norm)``;
+  ``norm_tol = max(NORM_FLOOR[d], K_NORM * e_norm)``. The norm factor is larger: under
+  cancellation (a row sum close to zero) another legitimate summation order can be 8.5x
+  further from fp64 than torch's own (seen: a Triton row sum, 1 row of 200 normals, 1.36e-5
+  against a bound of 1.3e-5); the cheats the norm check is for are off by orders of magnitude;
 - or the task's own ``(atol, rtol)`` with ``norm_tol = max(NORM_FLOOR[d], rtol)``.
 
 An output passes when every finite element has ``|out - ref| <= atol + rtol * |ref|`` AND
@@ -22,6 +25,7 @@ from typing import Any
 import torch
 
 K = 8.0
+K_NORM = 16.0
 ATOL_FLOOR = {torch.float64: 1e-10, torch.float32: 1e-6, torch.float16: 1e-4, torch.bfloat16: 1e-3}
 RTOL_FLOOR = {torch.float64: 1e-7, torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}
 NORM_FLOOR = {torch.float64: 1e-9, torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 8e-3}
@@ -47,7 +51,7 @@ def calibrate(dtype: torch.dtype, ref64: torch.Tensor, ref_d: torch.Tensor) -> T
     return Tolerance(
         atol=max(ATOL_FLOOR.get(dtype, 1e-5), K * e_abs),
         rtol=RTOL_FLOOR.get(dtype, 1e-5),
-        norm_tol=max(NORM_FLOOR.get(dtype, 1e-5), K * e_norm),
+        norm_tol=max(NORM_FLOOR.get(dtype, 1e-5), K_NORM * e_norm),
         source="calibrated",
     )
 
