@@ -53,3 +53,12 @@ def test_illegal_memory_access_is_robustness_and_next_candidate_runs():
     assert v.reasons[0].category is Category.robustness
     ok = check(HERE / "relu_cuda.py", RELU, device="cuda", time_budget=10, baselines=("eager",))
     assert ok.accepted, ok.reasons
+
+
+def test_unwritten_output_rows_read_as_poison_and_are_rejected():
+    v = check(HERE / "softmax_skips_last_row.py", SOFTMAX, device="cuda", time_budget=10, timing=False)
+    assert not v.accepted
+    assert Category.correctness in v.categories
+    f = v.stage("correctness").findings[0]
+    assert "NaN" in f.message  # the poisoned allocator, not stale data, fills the unwritten row
+    assert "1 of" in f.evidence["where"] or "rows" in f.evidence["where"]
