@@ -82,3 +82,18 @@ def test_sampled_recheck_positions_are_reproducible_and_bounded():
     assert torch.equal(a, b) and a.numel() == 100 and int(a.max()) < 10_000
     assert timing.sample_index(50, 100, seed=7) is None  # few elements: all are re-checked
     assert timing.block_for(lambda: None, [[]], "cpu") == 0.0
+
+
+def test_a_task_that_imports_a_sibling_module_gets_its_baseline_worker(tmp_path):
+    """The baseline file is the task's source run elsewhere; it keeps the task's own __file__, so a
+    task that finds a sibling module through it (a common pattern) loads in the worker too."""
+    work = tmp_path / "task"
+    work.mkdir()
+    (work / "my_ops.py").write_text("import torch\n\n\ndef relu(x):\n    return torch.relu(x)\n")
+    (work / "task.py").write_text(
+        "import sys\nfrom pathlib import Path\n\nsys.path.insert(0, str(Path(__file__).parent))\n"
+        "import assay  # noqa: E402\nfrom my_ops import relu  # noqa: E402\n\n"
+        "task = assay.Task(name='sib', reference=relu, dims={'M': assay.Dim(1, 64), 'N': assay.Dim(1, 64)},\n"
+        "                  inputs=[assay.Input('x', ('M', 'N'))], workloads=[assay.Workload({'M': 16, 'N': 32})])\n")
+    st = _time(load_task(work / "task.py"), RELU, tmp_path, baseline_process="worker", max_time=0.3)
+    assert st.evidence["notes"] == [] and set(st.evidence["shapes"][0]["block_s"]) == {"candidate", "eager"}

@@ -8,6 +8,8 @@ candidates ("existing primitives": the answer when no kernel beats them).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from assay.task.spec import Task
 
 FLOATING = ("float16", "bfloat16", "float32", "float64")
@@ -27,7 +29,9 @@ def baseline_source(task: Task, name: str, dtype: str | None = None) -> str | No
     compile_args = ", dynamic=False" + (f", mode={mode!r}" if mode else "")
     entry = task.entry_name
     ref = getattr(task.reference, "__name__", "Model")
-    src = task.source.rstrip() + "\n\n# --- assay baseline: " + name + " ---\nimport torch as _t\n"
+    # the task's own location, so a task that finds its siblings through __file__ still does
+    head = f"__file__ = {str(Path(task.path).resolve())!r}\n" if task.path else ""
+    src = head + task.source.rstrip() + "\n\n# --- assay baseline: " + name + " ---\nimport torch as _t\n"
     if task.is_module:
         cast = f"        self.to(_t.{dtype})\n" if dtype in FLOATING else ""
         call = f"_t.compile(super().forward{compile_args})" if name != "eager" else "super().forward"
