@@ -50,13 +50,10 @@ def check(
 
     if device not in (None, "cpu", "cuda"):
         _fail(UserError(f"--device must be cpu or cuda, not {device!r}"))
-    for b in baseline:
-        if b not in ("eager", "compile") and not b.startswith("compile:"):
-            _fail(UserError(f"--baseline must be eager, compile or compile:MODE, not {b!r}"))
     try:
         cfg = CheckConfig.for_device(device, time_budget=time_budget, case_timeout=case_timeout,
                                      replay=replay, require_custom_kernel=not allow_primitive, timing=timing,
-                                     baselines=tuple(baseline) or None, profile=profile)
+                                     baselines=_baselines(baseline), profile=profile)
         if cfg.device == "cuda":
             import torch
 
@@ -188,10 +185,7 @@ def optimize(
         if task is None:
             raise UserError("name a task file (or --resume RUN)")
         t = load_task(task)
-        for b in baseline:
-            if b not in ("eager", "compile") and not b.startswith("compile:"):
-                raise UserError(f"--baseline must be eager, compile or compile:MODE, not {b!r}")
-        cfg = CheckConfig.for_device(device, time_budget=check_budget, baselines=tuple(baseline) or None)
+        cfg = CheckConfig.for_device(device, time_budget=check_budget, baselines=_baselines(baseline))
         gens = make_generators(generator, t, cfg.device, seed=seed, price_in=price_in, price_out=price_out)
         log = (lambda s: err.print(s, markup=False, highlight=False))
         if beam < 1:
@@ -216,6 +210,16 @@ def optimize(
         out.print(f"run {result.run_id}: {msg}; answer {summary['answer']} written to {out_file}; "
                   f"speedups {summary['speedups']}; spent {result.spent}; stop: {result.stop_reason}")
     raise typer.Exit(0 if win is not None else 1)
+
+
+def _baselines(names: list[str]) -> tuple[str, ...] | None:
+    """``--baseline`` values, checked (None: the device's default set)."""
+    from assay.config import known_baseline
+
+    for b in names:
+        if not known_baseline(b):
+            raise UserError(f"--baseline must be eager, compile or compile:MODE, not {b!r}")
+    return tuple(names) or None
 
 
 @app.command()

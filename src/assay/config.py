@@ -22,6 +22,11 @@ def default_db_url() -> str:
     return f"sqlite:///{Path(data) / 'assay' / 'assay.db'}"
 
 
+def known_baseline(name: str) -> bool:
+    """A baseline name assay can build: eager, compile, or compile:MODE (torch.compile's mode)."""
+    return name in ("eager", "compile") or name.startswith("compile:")
+
+
 class CheckConfig(BaseModel):
     device: Literal["cpu", "cuda"] = "cpu"
     time_budget: float = Field(30.0, gt=0, description="seconds for the correctness cases")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from assay.config import known_baseline as known
 from assay.task.spec import Task
 
 FLOATING = ("float16", "bfloat16", "float32", "float64")
@@ -21,7 +22,7 @@ def baseline_source(task: Task, name: str, dtype: str | None = None) -> str | No
     to the test dtype, as the evaluator's reference is."""
     if not task.source:
         return None
-    if name != "eager" and not name.startswith("compile"):
+    if not known(name):
         raise ValueError(f"unknown baseline {name!r} (eager, compile, compile:MODE)")
     mode = name.split(":", 1)[1] if ":" in name else None
     # dynamic=False: a kernel specialised to each workload shape, as a user compiling for that shape
