@@ -17,26 +17,24 @@ kernel time.
 
 from __future__ import annotations
 
-import copy
 import statistics
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from assay.measure import roofline, stats
-from assay.measure.baselines import baseline_source
-from assay.measure.timing import Flusher, block_for, clocks, cold_samples, null_escapes, reset_persisting_l2, sample_index
+from assay.measure.sides import BaselineFailed, Side, WorkerSide, baseline_sides, local_fn
+from assay.measure.timing import Flusher, clocks, null_escapes, reset_persisting_l2, sample_index
 from assay.sandbox.process import Worker, WorkerDied
-from assay.task.spec import Task, parse_dtype
+from assay.task.spec import Task
 from assay.verdict import Category, Finding, StageResult, Status
 from assay.verify import compare as cmp
 from assay.verify.cases import Budget, Case, derive_seed, shrink_to
 from assay.verify.inputs import make_inputs
-from assay.verify.reference import init_for, run_reference
+from assay.verify.reference import run_reference
 
 
 @dataclass
@@ -76,132 +74,6 @@ class TimingConfig:
         return cls(**kw)
 
 
-class _Side:
-    """Something timed: the candidate's worker, a baseline's worker, or a local function."""
-
-    name: str
-
-    def stage(self, init: Any, sets: list[list[Any]]) -> None: ...
-    def time(self, n: int, start: int, refresh: dict[str, Any] | None, sample: dict[str, int] | None,
-             calibrate: bool = False) -> dict[str, Any]: ...
-    def probe(self) -> dict[str, Any]:
-        return {}
-    def close(self) -> None: ...
-
-
-class BaselineFailed(Exception):
-    """A baseline (trusted code) failed: the measurement is incomplete, the candidate is not at fault."""
-
-    def __init__(self, name: str, message: str) -> None:
-        super().__init__(message)
-        self.name = name
-
-
-class _WorkerSide(_Side):
-    def __init__(self, name: str, worker: Worker, own: bool = False, flush: str = "write") -> None:
-        self.name, self.worker, self.own = name, worker, own  # own: a baseline's worker
-        self.flush = flush
-
-    def _request(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
-        try:
-            resp = self.worker.request(msg, timeout)
-        except WorkerDied as e:
-            if self.own:
-                raise BaselineFailed(self.name, f"baseline {self.name}: {e.message}") from e
-            raise
-        if self.own and not resp.get("ok"):
-            raise BaselineFailed(self.name, f"baseline {self.name} failed ({msg['op']}): {resp.get('error')}")
-        return resp
-
-    def stage(self, init: Any, sets: list[list[Any]]) -> None:
-        resp = self._request({"op": "stage", "init": init, "sets": sets}, 300)
-        if not resp.get("ok"):
-            raise WorkerDied("crash", f"staging inputs for {self.name} failed: {resp.get('error')}")
-
-    def time(self, n: int, start: int, refresh: dict[str, Any] | None, sample: dict[str, int] | None,
-             calibrate: bool = False) -> dict[str, Any]:
-        return self._request({"op": "time", "n": n, "start": start, "refresh": refresh, "sample": sample,
-                              "calibrate": calibrate, "flush": self.flush}, 600)
-
-    def probe(self) -> dict[str, Any]:  # baselines: the hot number only (no profiler start-up)
-        return self._request({"op": "probe", "what": "hot" if self.own else "hot_and_profile"}, 300)
-
-    def close(self) -> None:
-        if self.own:
-            self.worker.close()
-
-
-class _LocalSide(_Side):
-    """A baseline timed in the evaluator (trusted code) with the same loop as the workers."""
-
-    def __init__(self, name: str, fn: Callable[..., Any], device: str, flusher: Flusher) -> None:
-        self.name, self.fn, self.device, self.flusher = name, fn, device, flusher
-        self.sets: list[list[Any]] = []
-        self.block_s = 0.0
-        self.null = null_escapes(device)
-
-    def stage(self, init: Any, sets: list[list[Any]]) -> None:
-        self.sets = [[x.to(self.device) if isinstance(x, torch.Tensor) else x for x in s] for s in sets]
-
-    def time(self, n: int, start: int, refresh: dict[str, Any] | None, sample: dict[str, int] | None,
-             calibrate: bool = False) -> dict[str, Any]:
-        with torch.no_grad():
-            if refresh:
-                for i, off, vals in refresh["chunks"]:
-                    t = self.sets[refresh["index"]][i]
-                    t.view(-1)[off:off + vals.numel()] = vals.to(t.device)
-            if calibrate:
-                self.block_s = block_for(self.fn, self.sets, self.device)
-            t, e, _ = cold_samples(self.fn, self.sets, n, self.device, self.flusher, start, self.block_s)
-        return {"ok": True, "times": t, "escapes": e, "null_escape": list(self.null), "block_s": self.block_s}
-
-
-def _local_fn(task: Task, case: Case, device: str, name: str) -> Callable[..., Any]:
-    """A baseline callable in the evaluator: the reference in the test dtype, maybe compiled."""
-    dtype = parse_dtype(case.dtype)
-    init = init_for(task, case)
-    if init is not None:
-        torch.manual_seed(init["seed"])
-        eager: Callable[..., Any] = task.reference(*init["args"]).to(device=device, dtype=dtype)
-    else:
-        eager = task.reference
-    if name == "eager":
-        return eager
-    mode = name.split(":", 1)[1] if ":" in name else None
-    return torch.compile(copy.deepcopy(eager) if isinstance(eager, torch.nn.Module) else eager, mode=mode,
-                         dynamic=False)  # specialised per shape, as baselines.baseline_source
-
-
-def _baseline_sides(task: Task, case: Case, device: str, cfg: TimingConfig, flusher: Flusher,
-                    cache_dir: Path | None, notes: list[str]) -> list[_Side]:
-    sides: list[_Side] = []
-    for name in cfg.baselines:
-        src = baseline_source(task, name, case.dtype) if cfg.baseline_process == "worker" else None
-        if src is None:
-            if cfg.baseline_process == "worker":
-                notes.append(f"{name}: the task has no source file; timed in the evaluator process")
-            sides.append(_LocalSide(name, _local_fn(task, case, device, name), device, flusher))
-            continue
-        env = {"ASSAY_PREIMPORT": "triton"} if name.startswith("compile") else {}
-        if cache_dir is not None and name.startswith("compile"):
-            env["TORCHINDUCTOR_CACHE_DIR"] = str(Path(cache_dir) / "triton" / "inductor")
-        w = Worker(device=device, cache_dir=cache_dir, extra_env=env)
-        w.start()
-        with tempfile.TemporaryDirectory() as d:
-            p = Path(d) / "baseline.py"
-            p.write_text(src)
-            staged = w.stage_file(p)
-        resp = w.request({"op": "load", "path": str(staged), "entry": task.entry_name, "fallback_entry": "ModelNew",
-                          "device": device}, 600)
-        if not resp.get("ok"):
-            w.close()
-            notes.append(f"{name}: baseline worker failed to load ({resp.get('error')}); timed in the evaluator")
-            sides.append(_LocalSide(name, _local_fn(task, case, device, name), device, flusher))
-            continue
-        sides.append(_WorkerSide(name, w, own=True, flush=cfg.flush))
-    return sides
-
-
 def run_timing(task: Task, worker: Worker, device: str, secret: bytes, cfg: TimingConfig,
                cache_dir: Any = None) -> StageResult:
     t0 = time.monotonic()
@@ -215,13 +87,14 @@ def run_timing(task: Task, worker: Worker, device: str, secret: bytes, cfg: Timi
     null = null_escapes(device)
     l2 = reset_persisting_l2() if device == "cuda" else "n/a (cpu)"
     notes: list[str] = []
-    sides: list[_Side] = [_WorkerSide("candidate", worker, flush=cfg.flush)]
+    sides: list[Side] = [WorkerSide("candidate", worker, flush=cfg.flush)]
     try:
         for w in task.workloads:
             dims = shrink_to(task, dict(w.dims), budget.max_elems)  # unchanged when it fits
             case = Case("timing", dims, task.dtypes[0], "normal", tuple("contiguous" for _ in task.inputs))
             if len(sides) == 1:  # baseline workers start once and serve every shape
-                sides += _baseline_sides(task, case, device, cfg, flusher, cache_dir, notes)
+                sides += baseline_sides(task, case, device, cfg.baselines, cfg.baseline_process, cfg.flush, flusher,
+                                        cache_dir, notes)
             try:
                 shapes.append(_time_shape(task, case, w.weight, sides, device, secret, cfg, ceilings, stage, null,
                                           cache_dir))
@@ -292,7 +165,7 @@ def _round_value(times: list[float], escapes: list[float], null: tuple[float, fl
     return statistics.median(times) + charged, excess
 
 
-def _time_shape(task: Task, case: Case, weight: float, sides: list[_Side], device: str, secret: bytes,
+def _time_shape(task: Task, case: Case, weight: float, sides: list[Side], device: str, secret: bytes,
                 cfg: TimingConfig, ceilings: roofline.Ceilings, stage: StageResult,
                 null: tuple[float, float] = (0.0, 0.0), cache_dir: Any = None) -> dict[str, Any]:
     first = make_inputs(task, replace(case, seed=derive_seed(secret, f"timing/{case.key()}/0")))
@@ -502,7 +375,7 @@ def _recheck(output: Any, ref: Any, case: Case, seed: int, k: int) -> str:
 def _roofline(task: Task, case: Case, inputs: list[Any], ref: Any, device: str, ceilings: roofline.Ceilings,
               result: dict[str, Any], cfg: TimingConfig, stage: StageResult) -> None:
     dev_in = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
-    fn = _local_fn(task, case, device, "eager")
+    fn = local_fn(task, case, device, "eager")
     try:
         flops = roofline.count_flops(fn, dev_in)
     except Exception:  # noqa: BLE001
