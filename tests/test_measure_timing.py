@@ -97,3 +97,12 @@ def test_a_task_that_imports_a_sibling_module_gets_its_baseline_worker(tmp_path)
         "                  inputs=[assay.Input('x', ('M', 'N'))], workloads=[assay.Workload({'M': 16, 'N': 32})])\n")
     st = _time(load_task(work / "task.py"), RELU, tmp_path, baseline_process="worker", max_time=0.3)
     assert st.evidence["notes"] == [] and set(st.evidence["shapes"][0]["block_s"]) == {"candidate", "eager"}
+
+
+def test_the_in_loop_recheck_on_sampled_elements_agrees_between_worker_and_evaluator(tmp_path):
+    """With fewer re-checked elements than the output has (4096 > 64), the worker sends a seeded
+    sample and the evaluator samples its reference the same way: an honest kernel passes."""
+    st = _time(load_task(RELU_TASK), RELU, tmp_path, recheck_elements=64, max_time=0.3)
+    assert st.status.value == "passed" and not st.findings
+    t = torch.arange(10_000.0)
+    assert torch.equal(timing.sample(t, 100, 3), t[timing.sample_index(10_000, 100, 3)])

@@ -27,7 +27,8 @@ import torch
 
 from assay.measure import roofline, stats
 from assay.measure.sides import BaselineFailed, Side, WorkerSide, baseline_sides, local_fn
-from assay.measure.timing import Flusher, clocks, null_escapes, reset_persisting_l2, sample_index
+from assay.measure.timing import Flusher, clocks, null_escapes, reset_persisting_l2
+from assay.measure.timing import sample as sample_elements
 from assay.sandbox.process import Worker, WorkerDied
 from assay.task.spec import Task
 from assay.verdict import Category, Finding, StageResult, Status
@@ -211,7 +212,7 @@ def _time_shape(task: Task, case: Case, weight: float, sides: list[Side], device
         seed = derive_seed(secret, f"timing/{case.key()}/sample{rounds}") % (1 << 62)
         # only the elements the re-check looks at come back from the device
         refs[last] = run_reference(task, cases[last], sets[last], device,
-                                   select=lambda o, s=seed: _sample(o, cfg.recheck_elements, s))
+                                   select=lambda o, s=seed: sample_elements(o, cfg.recheck_elements, s))
         order = sides if rounds % 2 == 0 else sides[::-1]
         for s in order:
             e0 = time.perf_counter()
@@ -349,15 +350,8 @@ def _summary(samples: list[float]) -> dict[str, Any]:
             "rel_stderr": s.rel_stderr, "outliers": s.n_outliers, "min": s.min, "max": s.max}
 
 
-def _sample(o: torch.Tensor, k: int, seed: int) -> torch.Tensor:
-    """The elements at ``sample_index`` positions (the whole tensor when it is small): the worker
-    sends the candidate's, the reference keeps its own, both picked the same way."""
-    idx = sample_index(o.numel(), k, seed)
-    return o if idx is None else o.reshape(-1)[idx.to(o.device)]
-
-
 def _recheck(output: Any, ref: Any, case: Case, seed: int, k: int) -> str:
-    """``ref`` holds the reference's elements at the sampled positions (``_sample``)."""
+    """``ref`` holds the reference's elements at the sampled positions (``timing.sample``)."""
     outs = cmp.as_list(output)
     if len(outs) != len(ref.out64):
         return f"{len(outs)} outputs, expected {len(ref.out64)}"

@@ -171,6 +171,13 @@ def sample_index(numel: int, k: int, seed: int) -> Any:
     return torch.randint(0, numel, (k,), generator=torch.Generator().manual_seed(seed))
 
 
+def sample(o: Any, k: int, seed: int) -> Any:
+    """The elements of ``o`` at ``sample_index`` positions (all of ``o`` when it is small): the
+    worker sends the candidate's, the evaluator keeps the reference's, picked the same way."""
+    idx = sample_index(o.numel(), k, seed)
+    return o if idx is None else o.reshape(-1)[idx.to(o.device)]
+
+
 def hot_time(fn: Callable[..., Any], x: Sequence[Any], reps: int = 20, replays: int = 10) -> tuple[float | None, str]:
     """Median per-call time of a CUDA graph of ``reps`` calls; (None, reason) if capture fails."""
     try:

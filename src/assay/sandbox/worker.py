@@ -257,16 +257,9 @@ def _time(st: _State, req: dict[str, Any]) -> dict[str, Any]:
             "null_escape": list(null_now), "block_s": st.block_s}
     sample = req.get("sample")
     if sample is not None:  # the outputs (or a seeded sample of their elements) for the re-check
-        resp["output"] = [o if o is None else _sampled(o, int(sample["k"]), int(sample["seed"]))
+        resp["output"] = [o if o is None else timing.sample(o, int(sample["k"]), int(sample["seed"]))
                           for o in _outputs_plain(out)]
     return resp
-
-
-def _sampled(o: Any, k: int, seed: int) -> Any:
-    from assay.measure import timing
-
-    idx = timing.sample_index(o.numel(), k, seed)
-    return o if idx is None else o.reshape(-1)[idx.to(o.device)]
 
 
 def _probe(st: _State, req: dict[str, Any]) -> dict[str, Any]:
