@@ -60,7 +60,7 @@ PAIRS = [
     ("tamper", "relu_fake_clock", "relu", {"timing": True}, I, "timing functions replaced by the candidate"),
     ("recheck", "relu_replay_after_n", "relu", {"timing": True}, I, "output computed inside the timing loop is wrong"),
     ("primitive", "softmax_try_fallback", "softmax", {"require_custom_kernel": True}, I, "no custom kernel ran"),
-    ("primitive", "softmax_decoy_kernel", "softmax", {"require_custom_kernel": True}, I, "no custom kernel ran"),
+    ("primitive", "relu_decoy_kernel", "relu", {"require_custom_kernel": True}, I, "no custom kernel ran"),
 ]
 
 
@@ -180,11 +180,11 @@ def test_try_except_fallback_is_labelled_reference_op_fallback():
 
 
 def test_decoy_kernel_with_torch_ops_is_labelled_torch_ops():
-    v = run("softmax_decoy_kernel", "softmax", require_custom_kernel=True)
+    v = run("relu_decoy_kernel", "relu", require_custom_kernel=True)
     assert_rejected(v, Category.integrity, "no custom kernel ran")
     assert _paths(v) == {"torch ops"}
     shape = v.stage("integrity").evidence["shapes"][0]
-    assert {"exp", "sum"} <= set(shape["candidate_compute_ops"])
+    assert {"gt", "mul"} <= set(shape["candidate_compute_ops"])
     assert not set(shape["candidate_compute_ops"]) & set(shape["reference_compute_ops"])
 
 
