@@ -527,3 +527,63 @@ def test_protocol_timeout_and_close():
 def test_protocol_errors_are_protocol_errors():
     assert issubclass(P.PeerTimeout, P.ProtocolError)
     assert issubclass(P.PeerClosed, P.ProtocolError)
+
+
+ORPHAN_EVALUATOR = """
+import sys, time
+from pathlib import Path
+import torch
+from assay.sandbox import process
+if sys.argv[2] == "no_namespace":
+    process.unshare_prefix = lambda *a, **k: ()
+w = process.Worker()
+w.start()
+staged = w.stage_file(Path(sys.argv[1]))
+assert w.request({"op": "load", "path": str(staged), "entry": "entry", "device": "cpu"}, timeout=60)["ok"]
+w.send({"op": "run", "inputs": [torch.zeros(1)]}, 600)
+while not (w.tmp / "spawned").exists():
+    time.sleep(0.05)
+print(w.proc.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _ended(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize("mode", ["namespace", "no_namespace"])
+def test_worker_dies_with_its_evaluator_even_by_sigkill(tmp_path, mode):
+    """An evaluator killed with SIGKILL cannot clean up: the worker (PR_SET_PDEATHSIG) goes with
+    it, and in a pid namespace everything the candidate started goes too."""
+    if mode == "namespace" and not process.unshare_prefix():
+        pytest.skip("unshare is not available on this host")
+    tag = uuid.uuid4().int % 10**6
+    marker_a, marker_b = f"1000.{tag:06d}3", f"1000.{tag:06d}4"
+    (tmp_path / "cand.py").write_text(textwrap.dedent(HANG.format(marker_a=marker_a, marker_b=marker_b)))
+    (tmp_path / "evaluator.py").write_text(ORPHAN_EVALUATOR)
+    ev = subprocess.Popen([sys.executable, str(tmp_path / "evaluator.py"), str(tmp_path / "cand.py"), mode],
+                          stdout=subprocess.PIPE, text=True)
+    try:
+        worker_pid = int(ev.stdout.readline())
+        assert _procs_with(marker_a), "the candidate did not get to spawn its children"
+        ev.kill()
+        ev.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while not _ended(worker_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _ended(worker_pid), "the worker outlived its evaluator"
+        if mode == "namespace":
+            assert _wait_gone(marker_a) == [] and _wait_gone(marker_b) == [], "the candidate's children survived"
+    finally:
+        ev.kill()
+        ev.stdout.close()
+        for p in _procs_with(marker_a) + _procs_with(marker_b):
+            try:
+                os.kill(p, 9)
+            except ProcessLookupError:
+                pass

@@ -41,3 +41,71 @@ def test_optimize_rejects_a_bad_jobs_count(tmp_path):
     r = subprocess.run([sys.executable, "-m", "assay.cli", "optimize", "task.py", "--jobs", "0", "--device", "cpu"],
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert r.returncode == 2 and "--jobs" in r.stderr, r.stderr
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+def test_optimize_killed_with_sigkill_resumes_losing_only_the_candidate_in_flight(tmp_path):
+    """`assay optimize` is killed (SIGKILL, its whole process group) while the agent writes its
+    second candidate; the agent dies with it; `--resume RUN` keeps every stored verdict,
+    evaluates nothing twice and finishes the budget."""
+    import signal
+    import time
+
+    from assay.store.db import Store
+    from assay.store.runs import RunStore
+
+    (tmp_path / "task.py").write_text(TASK)
+    state = tmp_path / "agent_state"
+    state.mkdir()
+    (state / "hang").write_text("")
+    db = f"sqlite:///{tmp_path}/db.sqlite"
+    env = {**os.environ, "ASSAY_DB": db, "ASSAY_CACHE_DIR": str(tmp_path / "c")}
+    agent = f'agent:{sys.executable} {HERE / "agent_counted.py"} {state}'
+    cmd = [sys.executable, "-m", "assay.cli", "optimize", "--generator", agent, "--budget", "3",
+           "--device", "cpu", "--check-budget", "2", "--baseline", "eager", "--out", "best.py", "--json"]
+    p = subprocess.Popen([*cmd[:4], "task.py", *cmd[4:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=env, cwd=tmp_path, start_new_session=True)
+    deadline = time.monotonic() + 420
+    while not (state / "running").exists():
+        assert p.poll() is None, p.communicate()[1].decode()[-2000:]
+        assert time.monotonic() < deadline, "the agent's second call never started"
+        time.sleep(0.2)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait(timeout=30)
+    p.stdout.close()
+    p.stderr.close()
+    assert p.returncode == -signal.SIGKILL
+    # the agent (started in a session of its own) does not outlive the search: its leash ends it
+    agent_pid = int((state / "running").read_text())
+    gone = time.monotonic() + 10
+    while _alive(agent_pid):
+        assert time.monotonic() < gone, "the agent outlived the killed search"
+        time.sleep(0.1)
+
+    runs = RunStore(Store(db))
+    run_id = 1
+    assert runs.run(run_id) is not None
+    before = [(r.seq, r.generator, r.source_hash) for r in runs.candidates(run_id)]
+    agent_before = [b for b in before if b[1].startswith("agent")]
+    assert len(agent_before) == 1  # the first candidate was committed; the one in flight is lost
+    assert any(b[1] == "library:eager" for b in before)
+
+    (state / "hang").unlink()
+    r = subprocess.run(cmd[:4] + ["--resume", str(run_id)] + cmd[4:], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads(r.stdout)
+    assert summary["run_id"] == run_id
+    assert summary["budget_spent"]["candidates"] == 3
+    after = [(row.seq, row.generator, row.source_hash) for row in runs.candidates(run_id)]
+    assert after[: len(before)] == before  # nothing stored before the kill was lost or rewritten
+    assert len([a for a in after if a[1].startswith("agent")]) == 3
+    assert len({a[2] for a in after}) == len(after)  # nothing evaluated twice (the baseline neither)
+    assert "candidates" in r.stderr  # the live progress lines

@@ -20,12 +20,15 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from assay.generators.base import Proposal, prompt_hash
 from assay.generators.prompts import render_agent
+
+LEASH = Path(__file__).with_name("leash.py")
 
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 OUTPUT_LIMIT = 64_000  # characters of the agent's output kept in Proposal.raw (the tail)
@@ -94,9 +97,10 @@ class AgentGenerator:
     def _run(self, ws: Path) -> tuple[str, bool, int | None]:
         log = ws.parent / f"{ws.name}.log" if not self.keep_workspace else ws / "agent.log"
         with open(log, "w+b") as out:
-            proc = subprocess.Popen(self.command, shell=True, cwd=ws, env=scrubbed_env(keep=self.pass_env),
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            # through the leash: the agent and its children die with this process, even by SIGKILL
+            proc = subprocess.Popen([sys.executable, "-I", str(LEASH), str(os.getpid()), self.command], cwd=ws,
+                                    env=scrubbed_env(keep=self.pass_env), stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
             timed_out = False
             try:
                 rc: int | None = proc.wait(timeout=self.timeout)

@@ -10,7 +10,11 @@ Containment, strongest available first (what was used is reported in ``Worker.co
 - rlimits (CORE=0, NOFILE, FSIZE, CPU, NPROC; never RLIMIT_AS: CUDA reserves address space);
   DATA on CPU-only workers caps an enormous host allocation;
 - a cgroup (v2, or v1 pids/memory) with pids.max and memory.max when the evaluator may make one;
-- a wall-clock timeout per request, after which the whole process group is SIGKILLed.
+- a wall-clock timeout per request, after which the whole process group is SIGKILLed;
+- ``PR_SET_PDEATHSIG``: the worker (or ``unshare``, whose ``--kill-child`` passes it on) is
+  SIGKILLed when the evaluator dies, even by SIGKILL, so no candidate outlives its evaluator.
+  Linux ties this to the *thread* that started the worker: ``check`` starts and closes its
+  workers in the calling thread, so a caller's thread may end only after ``check`` returns.
 """
 
 from __future__ import annotations
@@ -144,8 +148,26 @@ def _make_cgroup(limits: Limits) -> Path | None:
         return None
 
 
-def _preexec(limits: Limits, cgroup: Path | None, cpu_only: bool) -> None:
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:
+    """In a child between fork and exec: ``sig`` when ``parent`` dies (Linux; a no-op elsewhere).
+    A parent already gone (it died before this ran) ends the child at once."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _preexec(limits: Limits, cgroup: Path | None, cpu_only: bool, parent: int) -> None:
     os.setsid()
+    die_with_parent(parent)
     if cgroup is not None:
         try:
             (cgroup / "cgroup.procs").write_text(str(os.getpid()))
@@ -210,10 +232,11 @@ class Worker:
         )
         cmd = [*prefix, *self.wrap, sys.executable, "-I", "-B", str(launcher), src]
         self._out = open(self.tmp / "output.log", "wb")
+        me = os.getpid()
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT,
             cwd=self.tmp, env=clean_env(env), pass_fds=(req_r, resp_w),
-            preexec_fn=lambda: _preexec(self.limits, cgroup, self.device == "cpu"),
+            preexec_fn=lambda: _preexec(self.limits, cgroup, self.device == "cpu", me),
         )
         os.close(req_r)
         os.close(resp_w)
