@@ -146,6 +146,11 @@ def optimize(
     json_out: bool = typer.Option(False, "--json", help="print a JSON summary on stdout"),
     resume: Optional[int] = typer.Option(None, "--resume", help="continue run RUN from the store"),
     usd_budget: Optional[float] = typer.Option(None, "--usd-budget", help="stop after spending this much on LLM calls"),
+    token_budget: Optional[int] = typer.Option(None, "--token-budget", help="stop after this many LLM tokens"),
+    device_budget: Optional[float] = typer.Option(None, "--device-budget",
+                                                  help="stop after this many seconds of evaluation"),
+    roofline_stop: float = typer.Option(0.9, "--roofline-stop", help="stop once a candidate reaches this fraction "
+                                        "of the roofline at every shape (0: never)"),
     price_in: float = typer.Option(0.0, "--price-in", help="USD per input token (LLM generators)"),
     price_out: float = typer.Option(0.0, "--price-out", help="USD per output token (LLM generators)"),
     db: str = typer.Option(default_db_url(), "--db", help="SQLAlchemy URL of the store"),
@@ -191,7 +196,14 @@ def optimize(
         if beam < 1:
             raise UserError(f"--beam must be at least 1, not {beam}")
         search = SearchConfig(jobs=jobs, parents=ParentPolicy(beam=beam, islands=islands, seed=seed))
-        sup = Supervisor(t, gens, cfg, Budget(candidates=budget, seconds=time_budget, usd=usd_budget), runs, run_id=resume,
+        for name, value in (("--budget", budget), ("--time-budget", time_budget), ("--token-budget", token_budget),
+                            ("--usd-budget", usd_budget), ("--device-budget", device_budget),
+                            ("--roofline-stop", roofline_stop)):
+            if value is not None and value < 0:
+                raise UserError(f"{name} must not be negative, not {value}")
+        limits = Budget(candidates=budget, seconds=time_budget, usd=usd_budget, tokens=token_budget,
+                        device_seconds=device_budget, roofline_stop=roofline_stop or None)
+        sup = Supervisor(t, gens, cfg, limits, runs, run_id=resume,
                          progress=log, memory=Memory(store), search=search)
         result = sup.run()
     except UserError as e:

@@ -171,3 +171,31 @@ def test_caught_cheats_are_written_back_and_winners_retrieved(setup):
     again = Supervisor(task, [Scripted()], cfg, Budget(candidates=0, seconds=300), runs, library=("eager",),
                        memory=memory)
     assert again.examples == ["def scale(x):\n    return x * 3\n"]
+
+
+def test_score_is_the_eager_speedup_else_the_strongest_baseline():
+    from assay.search.feedback import score
+    from assay.verdict import StageResult, Status, Verdict
+
+    def timed(geo):
+        return Verdict(accepted=True, stages=[StageResult(name="timing", status=Status.passed,
+                                                          evidence={"geomean_speedup": geo})])
+
+    assert score(timed({"eager": 1.5, "compile": 0.9})) == 1.5
+    # timed against compile baselines only (--baseline compile ...): the strongest one decides
+    assert score(timed({"compile": 1.2, "compile:max-autotune-no-cudagraphs": 0.8})) == 0.8
+    assert score(timed({})) is None
+    assert score(Verdict(accepted=True)) is None
+
+
+def test_budget_left_names_every_budget_that_is_set():
+    from assay.search.budget import Spent
+
+    b = Budget(candidates=5, seconds=100, tokens=1000, usd=2.0, device_seconds=50)
+    s = Spent(candidates=2, tokens=400, usd=0.5, device_seconds=60)
+    left = s.left(b)
+    assert left.startswith("3 candidates, ") and "600 tokens" in left and "$1.50" in left
+    assert "0 device s" in left  # over budget shows 0, never a negative
+    assert s.exhausted(b) == "device-time budget (50 s) spent"
+    assert Spent().left(Budget(candidates=4, seconds=10)).startswith("4 candidates, ")
+    assert "tokens" not in Spent().left(Budget(candidates=4, seconds=10))

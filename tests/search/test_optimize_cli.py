@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from test_loop import TASK
 
 HERE = Path(__file__).parent
@@ -35,12 +37,15 @@ def test_optimize_with_an_agent_returns_the_baseline_when_nothing_beats_it(tmp_p
     assert "scale" in best
 
 
-def test_optimize_rejects_a_bad_jobs_count(tmp_path):
+@pytest.mark.parametrize("option,value", [("--jobs", "0"), ("--device-budget", "-1"), ("--token-budget", "-5"),
+                                          ("--roofline-stop", "-0.5")])
+def test_optimize_rejects_a_bad_count_or_budget(tmp_path, option, value):
     (tmp_path / "task.py").write_text(TASK)
     env = {**os.environ, "ASSAY_DB": f"sqlite:///{tmp_path}/db.sqlite", "ASSAY_CACHE_DIR": str(tmp_path / "c")}
-    r = subprocess.run([sys.executable, "-m", "assay.cli", "optimize", "task.py", "--jobs", "0", "--device", "cpu"],
+    r = subprocess.run([sys.executable, "-m", "assay.cli", "optimize", "task.py", option, value, "--device", "cpu"],
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
-    assert r.returncode == 2 and "--jobs" in r.stderr, r.stderr
+    assert r.returncode == 2 and option in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 def _alive(pid: int) -> bool:
@@ -108,4 +113,5 @@ def test_optimize_killed_with_sigkill_resumes_losing_only_the_candidate_in_fligh
     assert after[: len(before)] == before  # nothing stored before the kill was lost or rewritten
     assert len([a for a in after if a[1].startswith("agent")]) == 3
     assert len({a[2] for a in after}) == len(after)  # nothing evaluated twice (the baseline neither)
-    assert "candidates" in r.stderr  # the live progress lines
+    # the live progress lines: candidates done, the best so far against the best baseline, what is left
+    assert "3/3 candidates" in r.stderr and "best " in r.stderr and "left: 0 candidates" in r.stderr

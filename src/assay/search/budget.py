@@ -42,6 +42,17 @@ class Spent:
             return f"device-time budget ({b.device_seconds:.0f} s) spent"
         return None
 
+    def left(self, b: Budget) -> str:
+        """What is left of each set budget, for the progress line."""
+        parts = [f"{max(0, b.candidates - self.candidates)} candidates", f"{max(0.0, b.seconds - self.seconds):.0f} s"]
+        if b.tokens is not None:
+            parts.append(f"{max(0, b.tokens - self.tokens)} tokens")
+        if b.usd is not None:
+            parts.append(f"${max(0.0, b.usd - self.usd):.2f}")
+        if b.device_seconds is not None:
+            parts.append(f"{max(0.0, b.device_seconds - self.device_seconds):.0f} device s")
+        return ", ".join(parts)
+
     def as_dict(self) -> dict[str, float]:
         return {"candidates": self.candidates, "seconds": round(self.seconds, 1), "tokens": self.tokens,
                 "usd": round(self.usd, 4), "device_seconds": round(self.device_seconds, 1)}

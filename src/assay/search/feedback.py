@@ -53,11 +53,14 @@ def error_size(v: Verdict) -> float | None:
 
 
 def score(v: Verdict) -> float | None:
-    """Weighted geomean speedup against eager, or None when there is no timing."""
+    """Weighted geomean speedup against eager; without an eager baseline (``--baseline compile``),
+    against the strongest baseline measured (the smallest speedup); None when there is no timing."""
     t = v.stage("timing")
-    if t is None or not t.evidence.get("geomean_speedup"):
-        return None
-    return float(t.evidence["geomean_speedup"].get("eager", 0.0)) or None
+    g = (t.evidence.get("geomean_speedup") or {}) if t is not None else {}
+    if "eager" in g:
+        return float(g["eager"]) or None
+    vals = [float(x) for x in g.values() if x]
+    return min(vals) if vals else None
 
 
 def slower_than_a_baseline(v: Verdict) -> list[str]:

@@ -316,8 +316,11 @@ class Supervisor:
             self._queue.append(follow)
         best = self._best(False)
         roof = _roofline(best.verdict) if best else None
-        self.progress(f"{self.spent.candidates} candidates; best score "
-                      f"{best.score if best else None}; spent {self.spent.as_dict()}")
+        base = self._best(True)
+        self.progress(f"{self.spent.candidates}/{self.budget.candidates} candidates (#{e.seq} {e.generator}: "
+                      f"{'accepted' if e.verdict.accepted else 'rejected'}); best "
+                      f"{_speed(best) if best else 'none yet'} (baseline {_speed(base) if base else '?'}); "
+                      f"left: {self.spent.left(self.budget)}")
         if roof is not None and self.budget.roofline_stop and roof >= self.budget.roofline_stop:
             return f"a candidate reached {roof:.0%} of the roofline"
         return None
@@ -385,6 +388,11 @@ class Supervisor:
         path.write_text(e.source)
         cfg = self.cfg.model_copy(update={"secret": None, "timing": self.cfg.timing})
         return check(path, held_task, config=cfg)
+
+
+def _speed(e: Entry) -> str:
+    """``#seq generator, 1.23x`` (the score: the speedup against eager, see ``feedback.score``)."""
+    return f"#{e.seq} {e.generator} {e.score:.3g}x" if e.score else f"#{e.seq} {e.generator} (untimed)"
 
 
 def _roofline(v: Verdict) -> float | None:
