@@ -106,3 +106,58 @@ def test_the_in_loop_recheck_on_sampled_elements_agrees_between_worker_and_evalu
     assert st.status.value == "passed" and not st.findings
     t = torch.arange(10_000.0)
     assert torch.equal(timing.sample(t, 100, 3), t[timing.sample_index(10_000, 100, 3)])
+
+
+THREADS_PROBE = '''
+import torch
+
+SEEN = []
+
+
+def relu(x):
+    SEEN.append(torch.get_num_threads())
+    if x.numel() == 2:  # the test's question: the fewest and most threads seen so far
+        return torch.tensor([float(min(SEEN)), float(max(SEEN))])
+    return torch.relu(x)
+'''
+
+
+def test_cpu_timings_run_with_the_configured_threads_on_every_side(tmp_path):
+    """On the CPU every side is timed single-threaded by default (an OpenMP barrier on a loaded
+    2-core machine stalls for a time slice); the worker's own calls outside timing keep torch's
+    default, and so does the evaluator after a local side's round."""
+    from assay.measure.sides import LocalSide, WorkerSide
+
+    assert TimingConfig.for_device("cpu").cpu_threads == 1 and TimingConfig.for_device("cuda").cpu_threads == 0
+    default = torch.get_num_threads()
+    with timing.cpu_threads(1):
+        assert torch.get_num_threads() == 1
+    with timing.cpu_threads(0):
+        assert torch.get_num_threads() == default
+    assert torch.get_num_threads() == default
+
+    cand = tmp_path / "probe.py"
+    cand.write_text(THREADS_PROBE)
+    task = load_task(RELU_TASK)
+    cfg = CheckConfig(device="cpu", cache_dir=tmp_path)
+    c = load_candidate(cand, task.entry_name)
+    w = Worker(device="cpu", cache_dir=tmp_path, extra_env=_env_for(c.source, c.language, cfg))
+    w.start()
+    try:
+        assert _build(c, task, w, cfg).status.value == "passed"
+        side = WorkerSide("candidate", w, threads=1)
+        side.stage(None, [[torch.randn(4, 8)]])
+        assert side.time(3, 0, None, None)["ok"]
+        resp = w.request({"op": "run", "inputs": [torch.zeros(2)]}, 60)
+        fewest, most = resp["outputs"][0].tolist()
+        assert fewest == 1.0  # the timed calls
+        assert most == float(default)  # the untimed call after them: torch's default again
+    finally:
+        w.close()
+
+    seen: list[int] = []
+    local = LocalSide("eager", lambda x: seen.append(torch.get_num_threads()) or x, "cpu", timing.Flusher("cpu"),
+                      threads=1)
+    local.stage(None, [[torch.zeros(3)]])
+    local.time(2, 0, None, None)
+    assert seen == [1, 1] and torch.get_num_threads() == default

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import torch
 
 from assay.measure.baselines import baseline_source
-from assay.measure.timing import Flusher, block_for, cold_samples, null_escapes
+from assay.measure.timing import Flusher, block_for, cold_samples, cpu_threads, null_escapes
 from assay.sandbox.process import Worker, WorkerDied
 from assay.task.spec import Task, parse_dtype
 from assay.verify.cases import Case
@@ -40,9 +40,9 @@ class BaselineFailed(Exception):
 
 
 class WorkerSide(Side):
-    def __init__(self, name: str, worker: Worker, own: bool = False, flush: str = "write") -> None:
+    def __init__(self, name: str, worker: Worker, own: bool = False, flush: str = "write", threads: int = 0) -> None:
         self.name, self.worker, self.own = name, worker, own  # own: a baseline's worker
-        self.flush = flush
+        self.flush, self.threads = flush, threads
 
     def _request(self, msg: dict[str, Any], timeout: float) -> dict[str, Any]:
         try:
@@ -63,7 +63,7 @@ class WorkerSide(Side):
     def time(self, n: int, start: int, refresh: dict[str, Any] | None, sample: dict[str, int] | None,
              calibrate: bool = False) -> dict[str, Any]:
         return self._request({"op": "time", "n": n, "start": start, "refresh": refresh, "sample": sample,
-                              "calibrate": calibrate, "flush": self.flush}, 600)
+                              "calibrate": calibrate, "flush": self.flush, "threads": self.threads}, 600)
 
     def probe(self) -> dict[str, Any]:  # baselines: the hot number only (no profiler start-up)
         return self._request({"op": "probe", "what": "hot" if self.own else "hot_and_profile"}, 300)
@@ -76,8 +76,8 @@ class WorkerSide(Side):
 class LocalSide(Side):
     """A baseline timed in the evaluator (trusted code) with the same loop as the workers."""
 
-    def __init__(self, name: str, fn: Callable[..., Any], device: str, flusher: Flusher) -> None:
-        self.name, self.fn, self.device, self.flusher = name, fn, device, flusher
+    def __init__(self, name: str, fn: Callable[..., Any], device: str, flusher: Flusher, threads: int = 0) -> None:
+        self.name, self.fn, self.device, self.flusher, self.threads = name, fn, device, flusher, threads
         self.sets: list[list[Any]] = []
         self.block_s = 0.0
         self.null = null_escapes(device)
@@ -87,7 +87,7 @@ class LocalSide(Side):
 
     def time(self, n: int, start: int, refresh: dict[str, Any] | None, sample: dict[str, int] | None,
              calibrate: bool = False) -> dict[str, Any]:
-        with torch.no_grad():
+        with torch.no_grad(), cpu_threads(self.threads):
             if refresh:
                 for i, off, vals in refresh["chunks"]:
                     t = self.sets[refresh["index"]][i]
@@ -115,7 +115,7 @@ def local_fn(task: Task, case: Case, device: str, name: str) -> Callable[..., An
 
 
 def baseline_sides(task: Task, case: Case, device: str, names: tuple[str, ...], process: str, flush: str,
-                   flusher: Flusher, cache_dir: Path | None, notes: list[str]) -> list[Side]:
+                   flusher: Flusher, cache_dir: Path | None, notes: list[str], threads: int = 0) -> list[Side]:
     """One side per baseline: its own worker (``process="worker"``, when the task has a source
     file and it loads), else the evaluator; every fallback is noted."""
     sides: list[Side] = []
@@ -124,7 +124,7 @@ def baseline_sides(task: Task, case: Case, device: str, names: tuple[str, ...], 
         if src is None:
             if process == "worker":
                 notes.append(f"{name}: the task has no source file; timed in the evaluator process")
-            sides.append(LocalSide(name, local_fn(task, case, device, name), device, flusher))
+            sides.append(LocalSide(name, local_fn(task, case, device, name), device, flusher, threads))
             continue
         env = {"ASSAY_PREIMPORT": "triton"} if name.startswith("compile") else {}
         if cache_dir is not None and name.startswith("compile"):
@@ -137,7 +137,7 @@ def baseline_sides(task: Task, case: Case, device: str, names: tuple[str, ...], 
         if not resp.get("ok"):
             w.close()
             notes.append(f"{name}: baseline worker failed to load ({resp.get('error')}); timed in the evaluator")
-            sides.append(LocalSide(name, local_fn(task, case, device, name), device, flusher))
+            sides.append(LocalSide(name, local_fn(task, case, device, name), device, flusher, threads))
             continue
-        sides.append(WorkerSide(name, w, own=True, flush=flush))
+        sides.append(WorkerSide(name, w, own=True, flush=flush, threads=threads))
     return sides

@@ -59,6 +59,7 @@ class TimingConfig:
     baseline_process: str = "worker"
     flush: str = "write"  # how the L2 is evicted before a cold sample: write (zero a buffer) or read (timing.Flusher)
     recheck_elements: int = 1 << 20  # output elements re-checked per round (all when fewer)
+    cpu_threads: int = 0  # CPU timings: torch threads on every side (0: torch's default); cpu: 1 (timing.cpu_threads)
     plausibility_tolerance: float = 0.1
     ceilings_cache: str | None = None
     gates_off: frozenset[str] = frozenset()  # recheck, tamper, plausibility, stability (tests only)
@@ -71,7 +72,7 @@ class TimingConfig:
         if device == "cpu":
             # CPU A/A runs (same function both sides, 3 rounds) gave 0.98-1.04 on the 2-core machine
             kw = {"min_time": 0.1, "max_time": 2.0, "min_rounds": 3, "baselines": ("eager",),
-                  "baseline_process": "evaluator", "same_within": 0.05, **kw}
+                  "baseline_process": "evaluator", "same_within": 0.05, "cpu_threads": 1, **kw}
         return cls(**kw)
 
 
@@ -88,14 +89,15 @@ def run_timing(task: Task, worker: Worker, device: str, secret: bytes, cfg: Timi
     null = null_escapes(device)
     l2 = reset_persisting_l2() if device == "cuda" else "n/a (cpu)"
     notes: list[str] = []
-    sides: list[Side] = [WorkerSide("candidate", worker, flush=cfg.flush)]
+    threads = cfg.cpu_threads if device == "cpu" else 0
+    sides: list[Side] = [WorkerSide("candidate", worker, flush=cfg.flush, threads=threads)]
     try:
         for w in task.workloads:
             dims = shrink_to(task, dict(w.dims), budget.max_elems)  # unchanged when it fits
             case = Case("timing", dims, task.dtypes[0], "normal", tuple("contiguous" for _ in task.inputs))
             if len(sides) == 1:  # baseline workers start once and serve every shape
                 sides += baseline_sides(task, case, device, cfg.baselines, cfg.baseline_process, cfg.flush, flusher,
-                                        cache_dir, notes)
+                                        cache_dir, notes, threads)
             try:
                 shapes.append(_time_shape(task, case, w.weight, sides, device, secret, cfg, ceilings, stage, null,
                                           cache_dir))
@@ -118,7 +120,7 @@ def run_timing(task: Task, worker: Worker, device: str, secret: bytes, cfg: Timi
     stage.evidence = {"l2_persisting": l2, "null_escape_s": null[0], "device": device,
                       "timer": "cuda events, cold L2, blocking spin before each call" if device == "cuda"
                       else "cpu perf_counter",
-                      "baseline_process": cfg.baseline_process, "flush": cfg.flush, "notes": sorted(set(notes)),
+                      "baseline_process": cfg.baseline_process, "flush": cfg.flush, "cpu_threads": threads, "notes": sorted(set(notes)),
                       "shapes": shapes, "ceilings": {"copy_bandwidth": ceilings.copy_bandwidth,
                                                      "matmul_flops": ceilings.matmul_flops},
                       "clocks_start": env_start, "clocks_end": env_end}

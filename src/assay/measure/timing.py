@@ -11,8 +11,9 @@ Inputs rotate over several sets of fresh values (call i uses set i mod k).
 
 from __future__ import annotations
 
+import contextlib
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
@@ -152,6 +153,23 @@ def cold_samples(fn: Callable[..., Any], sets: Sequence[Sequence[Any]], n: int, 
             times.append(_perf_counter() - w0)
             escapes.append(0.0)
     return times, escapes, out
+
+
+@contextlib.contextmanager
+def cpu_threads(n: int) -> Iterator[None]:
+    """torch's intra-op threads set to ``n`` for the block (0: left as they are). CPU timings run
+    single-threaded on every side by default: on a loaded machine an OpenMP barrier waits for a
+    descheduled thread for a whole time slice (seen: a 25 us softmax timed at 0.8-7.8 ms in one
+    process and 42 us in the other, on 2 cores with another job running)."""
+    if n <= 0:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def null_escapes(device: str, n: int = 30) -> tuple[float, float]:

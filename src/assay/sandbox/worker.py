@@ -249,8 +249,9 @@ def _time(st: _State, req: dict[str, Any]) -> dict[str, Any]:
             st.l2_reset = timing.reset_persisting_l2()
         if req.get("calibrate"):
             st.block_s = timing.block_for(st.fn, st.sets, st.device)
-        times, escapes, out = timing.cold_samples(st.fn, st.sets, int(req["n"]), st.device, st.flusher,
-                                                  start_index=int(req.get("start", 0)), block_s=st.block_s)
+        with timing.cpu_threads(int(req.get("threads") or 0) if st.device == "cpu" else 0):
+            times, escapes, out = timing.cold_samples(st.fn, st.sets, int(req["n"]), st.device, st.flusher,
+                                                      start_index=int(req.get("start", 0)), block_s=st.block_s)
         # the empty call's round trip measured now, under the same conditions as this round's samples
         null_now = timing.null_escapes(st.device, n=10) if st.device == "cuda" else (0.0, 0.0)
     resp = {"ok": True, "times": times, "escapes": escapes, "tampered": _tampered(), "l2_reset": st.l2_reset,
