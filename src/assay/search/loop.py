@@ -318,8 +318,8 @@ class Supervisor:
         roof = _roofline(best.verdict) if best else None
         base = self._best(True)
         self.progress(f"{self.spent.candidates}/{self.budget.candidates} candidates (#{e.seq} {e.generator}: "
-                      f"{'accepted' if e.verdict.accepted else 'rejected'}); best "
-                      f"{_speed(best) if best else 'none yet'} (baseline {_speed(base) if base else '?'}); "
+                      f"{'accepted' if e.verdict.accepted else 'rejected'}); best not slower than a baseline: "
+                      f"{_speed(best) if best else 'none yet'} (best baseline {_speed(base) if base else '?'}); "
                       f"left: {self.spent.left(self.budget)}")
         if roof is not None and self.budget.roofline_stop and roof >= self.budget.roofline_stop:
             return f"a candidate reached {roof:.0%} of the roofline"
