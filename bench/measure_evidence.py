@@ -100,6 +100,23 @@ def item_b() -> None:
             ratio = f"{s['candidate']['median'] / k:.3f}" if k else "-"
             print(f"{m}x{n} | {flush} | {us(s['candidate']['median'])} | {us(k)} | {ratio} | {us(s.get('hot_s'))}",
                   flush=True)
+    # the fixed part of a cold sample: a 1-cycle spin kernel timed by the same protocol (flush, blocking
+    # spin, events). In the second session cold - kernel was 2.7 us at 8192x4096 and 2.9 us at
+    # 32768x4096: a constant of about this size would explain it (and put any kernel under ~90 us
+    # outside a 3% agreement however the L2 is flushed)
+    from assay.measure import timing
+
+    def empty() -> None:
+        torch.cuda._sleep(1)
+
+    print("empty kernel | flush | cold median us | p10 us | p90 us")
+    for flush in ("write", "read"):
+        fl = timing.Flusher("cuda", flush)
+        blk = timing.block_for(empty, [[]], "cuda")
+        t, _, _ = timing.cold_samples(empty, [[]], 200, "cuda", fl, block_s=blk)
+        t.sort()
+        print(f"_sleep(1) | {flush} | {us(t[len(t) // 2])} | {us(t[len(t) // 10])} | {us(t[9 * len(t) // 10])}",
+              flush=True)
 
 
 def item_c() -> None:
