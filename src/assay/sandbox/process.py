@@ -151,23 +151,32 @@ def _make_cgroup(limits: Limits) -> Path | None:
 PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:
-    """In a child between fork and exec: ``sig`` when ``parent`` dies (Linux; a no-op elsewhere).
-    A parent already gone (it died before this ran) ends the child at once."""
+@lru_cache(maxsize=1)
+def libc_prctl() -> Any:
+    """libc's prctl, looked up in the parent: nothing is imported or loaded after a fork."""
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
+        return None
+
+
+def die_with_parent(parent: int, sig: int = signal.SIGKILL, prctl: Any = None) -> None:
+    """In a child between fork and exec: ``sig`` when ``parent`` dies (Linux; a no-op elsewhere).
+    A parent already gone (it died before this ran) ends the child at once. ``prctl``: pass
+    ``libc_prctl()`` from the parent (the default looks it up, which is fine outside a fork)."""
+    fn = prctl or libc_prctl()
+    if fn is None:
         return
+    fn(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
 
 
-def _preexec(limits: Limits, cgroup: Path | None, cpu_only: bool, parent: int) -> None:
+def _preexec(limits: Limits, cgroup: Path | None, cpu_only: bool, parent: int, prctl: Any) -> None:
     os.setsid()
-    die_with_parent(parent)
+    die_with_parent(parent, prctl=prctl)
     if cgroup is not None:
         try:
             (cgroup / "cgroup.procs").write_text(str(os.getpid()))
@@ -232,11 +241,11 @@ class Worker:
         )
         cmd = [*prefix, *self.wrap, sys.executable, "-I", "-B", str(launcher), src]
         self._out = open(self.tmp / "output.log", "wb")
-        me = os.getpid()
+        me, prctl = os.getpid(), libc_prctl()
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT,
             cwd=self.tmp, env=clean_env(env), pass_fds=(req_r, resp_w),
-            preexec_fn=lambda: _preexec(self.limits, cgroup, self.device == "cpu", me),
+            preexec_fn=lambda: _preexec(self.limits, cgroup, self.device == "cpu", me, prctl),
         )
         os.close(req_r)
         os.close(resp_w)
