@@ -197,3 +197,15 @@ def test_missing_entry_point_is_candidate_error():
         run("relu_wrong_name", "relu")
     assert isinstance(err.value, UserError)
     assert "relu" in str(err.value) and "relu_wrong_name.py" in str(err.value)
+
+
+def test_a_failure_that_does_not_reproduce_is_rejected_and_called_nondeterministic():
+    v = run("relu_wrong_first_call", "relu")
+    assert_rejected(v, Category.correctness)
+    f = minimal_case(v)
+    assert "did not reproduce on a re-run with the same inputs" in f.message
+    assert f.evidence["reproduced"] is False
+    # a deterministic failure is not called nondeterministic
+    v = run("softmax_tail_zero", "softmax")
+    assert "did not reproduce" not in minimal_case(v).message
+    assert "reproduced" not in minimal_case(v).evidence

@@ -251,7 +251,15 @@ def run_gauntlet(task: Task, worker: Worker, device: str, secret: bytes, time_bu
             best = _minimise(task, integrity or failures, worker, device, case_timeout,
                              deadline=time.monotonic() + max(5.0, time_budget / 3), gates_off=gates_off)
             stage.status = Status.failed
-            stage.findings.append(best.finding(minimal=True))
+            finding = best.finding(minimal=True)
+            if best.category is Category.correctness and not _reproduces(task, best.case, worker, device,
+                                                                        case_timeout, gates_off):
+                # still a rejection (a wrong answer now and then is a wrong answer), but the user
+                # should know: a race, uninitialised memory, or the platform (docs/measurements.md)
+                finding = finding.model_copy(update={
+                    "message": finding.message + "; it did not reproduce on a re-run with the same inputs "
+                    "(nondeterministic)", "evidence": {**finding.evidence, "reproduced": False}})
+            stage.findings.append(finding)
             kinds = {(o.category, o.message.split(":")[0]) for o in failures if o is not best}
             for o in failures[:3]:
                 if o is not best and (o.category, o.message.split(":")[0]) in kinds:
@@ -275,6 +283,15 @@ def run_gauntlet(task: Task, worker: Worker, device: str, secret: bytes, time_bu
         "output_strides": [m.get("stride") for m in (outcomes[0].outputs_meta if outcomes else [])],
     }
     return stage
+
+
+def _reproduces(task: Task, case: Case, worker: Worker, device: str, timeout: float,
+                gates_off: frozenset[str]) -> bool:
+    """Whether ``case`` fails again when run once more with the same inputs (a crash counts)."""
+    try:
+        return run_case(task, case, worker, device, timeout, gates_off).status == "fail"
+    except CandidateCrashed:
+        return True
 
 
 def _minimise(task: Task, failures: list[Outcome], worker: Worker, device: str, timeout: float,
