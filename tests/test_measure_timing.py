@@ -161,3 +161,28 @@ def test_cpu_timings_run_with_the_configured_threads_on_every_side(tmp_path):
     local.stage(None, [[torch.zeros(3)]])
     local.time(2, 0, None, None)
     assert seen == [1, 1] and torch.get_num_threads() == default
+
+
+NO_DYNAMO_PROBE = '''
+import sys
+
+import torch
+
+
+def relu(x):
+    if "torch._dynamo" in sys.modules:  # ~2 s of import in every worker, for nothing
+        raise RuntimeError("torch._dynamo was imported in the worker")
+    return torch.relu(x)
+'''
+
+
+def test_a_check_never_imports_torch_dynamo_in_the_worker(tmp_path):
+    """The worker's op recorder (integrity trace) opts out of torch's dynamo.disable wrapper: the
+    candidate, called again by the timing stage after the trace, still finds no torch._dynamo."""
+    from assay.evaluate import check
+
+    cand = tmp_path / "probe.py"
+    cand.write_text(NO_DYNAMO_PROBE)
+    v = check(cand, RELU_TASK, device="cpu", require_custom_kernel=False, time_budget=2, cache_dir=tmp_path)
+    assert v.accepted, [(r.category.value, r.message) for r in v.reasons]
+    assert v.stage("integrity") is not None and v.stage("timing").status.value == "passed"

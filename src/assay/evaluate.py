@@ -59,7 +59,6 @@ def check(candidate: str | Path | Candidate, task: "str | Path | Task", config: 
 def _check(candidate: str | Path | Candidate, path: str, source: str, task: "str | Path | Task", worker: Worker,
            cfg: CheckConfig, log: Callable[[str], None] | None, t0: float,
            while_waiting: Callable[[], object] | None = None) -> Verdict:
-    import assay.nodynamo  # noqa: F401  (before any module defines a dispatch mode)
     from assay.candidate.scan import scan
     from assay.measure.environment import environment
     from assay.task import load_task
@@ -193,9 +192,9 @@ def build_key(cand: Candidate | str, device: str) -> str:
 def _env_for(source: str, language: str, cfg: CheckConfig) -> dict[str, str]:
     ext = cfg.cache_dir / "torch_extensions" / build_key(source, cfg.device)
     env = {"TORCH_EXTENSIONS_DIR": str(ext)}
-    # imported by the worker before the candidate: the dispatch-mode policy (assay/nodynamo.py), and for a
-    # Triton candidate triton itself (its import is then not counted as the candidate's build)
-    env["ASSAY_PREIMPORT"] = "assay.nodynamo" + (",triton" if language == "triton" else "")
+    # a Triton candidate's worker imports triton before the candidate (not counted as its build)
+    if language == "triton":
+        env["ASSAY_PREIMPORT"] = "triton"
     return env
 
 

@@ -56,8 +56,8 @@ _ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "f
 def _unwrap_dynamo_disable() -> None:
     """torch wraps the FLOP counter's dispatch mode in ``torch._dynamo.disable`` when the class is
     defined, and the wrapper imports ``torch._dynamo`` (~2 s) on the first counted op; dynamo runs
-    frames eagerly under a dispatch mode anyway. ``assay.nodynamo`` prevents the wrapper when it is
-    imported first; this undoes it whatever the import order (the wrapper keeps ``__wrapped__``)."""
+    frames eagerly under a dispatch mode anyway. This undoes it whatever the import order (the
+    wrapper keeps ``__wrapped__``); assay's own dispatch modes opt out with ``_should_skip_dynamo``."""
     from torch.utils import flop_counter
 
     inner = getattr(flop_counter, "_FlopCounterMode", None)
