@@ -33,7 +33,7 @@ import uuid
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 from assay.sandbox import protocol
 
@@ -151,32 +151,29 @@ def _make_cgroup(limits: Limits) -> Path | None:
 PR_SET_PDEATHSIG = 1
 
 
-@lru_cache(maxsize=1)
-def libc_prctl() -> Any:
-    """libc's prctl, looked up in the parent: nothing is imported or loaded after a fork."""
+def die_with_parent() -> Callable[[], None]:
+    """A ``preexec_fn`` (or a step of one): the child gets SIGKILL when this process dies, even by
+    SIGKILL (Linux; a no-op elsewhere), and ends at once if this process is already gone. libc's
+    prctl is looked up here, in the parent: nothing is imported or loaded between fork and exec."""
+    parent = os.getpid()
     try:
         import ctypes
 
-        return ctypes.CDLL(None, use_errno=True).prctl
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        return None
+        return lambda: None
+
+    def arm() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arm
 
 
-def die_with_parent(parent: int, sig: int = signal.SIGKILL, prctl: Any = None) -> None:
-    """In a child between fork and exec: ``sig`` when ``parent`` dies (Linux; a no-op elsewhere).
-    A parent already gone (it died before this ran) ends the child at once. ``prctl``: pass
-    ``libc_prctl()`` from the parent (the default looks it up, which is fine outside a fork)."""
-    fn = prctl or libc_prctl()
-    if fn is None:
-        return
-    fn(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
-    if os.getppid() != parent:
-        os._exit(1)
-
-
-def _preexec(limits: Limits, cgroup: Path | None, cpu_only: bool, parent: int, prctl: Any) -> None:
+def _preexec(limits: Limits, cgroup: Path | None, cpu_only: bool, arm: Callable[[], None]) -> None:
     os.setsid()
-    die_with_parent(parent, prctl=prctl)
+    arm()  # die_with_parent()
     if cgroup is not None:
         try:
             (cgroup / "cgroup.procs").write_text(str(os.getpid()))
@@ -241,11 +238,11 @@ class Worker:
         )
         cmd = [*prefix, *self.wrap, sys.executable, "-I", "-B", str(launcher), src]
         self._out = open(self.tmp / "output.log", "wb")
-        me, prctl = os.getpid(), libc_prctl()
+        arm = die_with_parent()
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=self._out, stderr=subprocess.STDOUT,
             cwd=self.tmp, env=clean_env(env), pass_fds=(req_r, resp_w),
-            preexec_fn=lambda: _preexec(self.limits, cgroup, self.device == "cpu", me, prctl),
+            preexec_fn=lambda: _preexec(self.limits, cgroup, self.device == "cpu", arm),
         )
         os.close(req_r)
         os.close(resp_w)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.config import CheckConfig
-from assay.sandbox.process import die_with_parent, libc_prctl
+from assay.sandbox.process import die_with_parent
 from assay.verdict import Category, Finding, StageResult, Status, Verdict, decide
 
 COMMAND: tuple[str, ...] = (sys.executable, "-m", "assay.search.evaluator")
@@ -97,10 +97,9 @@ class EvaluatorPool:
         log = open(base.with_suffix(".log"), "wb")
         launched = time.time()
         try:
-            me, prctl = os.getpid(), libc_prctl()  # an evaluator process dies with the search (its workers with it)
+            # an evaluator process dies with the search (and its workers with it)
             proc = subprocess.Popen([*self.command, str(base.with_suffix(".json"))], stdin=subprocess.DEVNULL,
-                                    stdout=log, stderr=subprocess.STDOUT,
-                                    preexec_fn=lambda: die_with_parent(me, prctl=prctl))
+                                    stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent())
         except OSError as e:
             log.close()
             self._done.put(Result(job, crash_verdict(job, f"could not start: {e}"), launched, time.time(), None,
