@@ -391,7 +391,7 @@ class Supervisor:
 
 
 def _speed(e: Entry) -> str:
-    """``#seq generator 1.23x``: the score (``feedback.score``: the speedup against eager, else the strongest baseline)."""
+    """``#seq generator 1.23x``: the score (``feedback.score``: against eager, else the strongest baseline)."""
     return f"#{e.seq} {e.generator} {e.score:.3g}x" if e.score else f"#{e.seq} {e.generator} (untimed)"
 
 
