@@ -16,6 +16,11 @@ from assay.task.spec import Task
 FLOATING = ("float16", "bfloat16", "float32", "float64")
 
 
+def compile_mode(name: str) -> str | None:
+    """torch.compile's ``mode`` for baseline ``name`` ("compile:MODE"; None for "compile")."""
+    return name.split(":", 1)[1] if ":" in name else None
+
+
 def baseline_source(task: Task, name: str, dtype: str | None = None) -> str | None:
     """Candidate source for baseline ``name`` ("eager", "compile" or "compile:MODE"); ``None``
     when the task has no source file to build it from. ``dtype``: a module's parameters are cast
@@ -24,7 +29,7 @@ def baseline_source(task: Task, name: str, dtype: str | None = None) -> str | No
         return None
     if not known(name):
         raise ValueError(f"unknown baseline {name!r} (eager, compile, compile:MODE)")
-    mode = name.split(":", 1)[1] if ":" in name else None
+    mode = compile_mode(name)
     # dynamic=False: a kernel specialised to each workload shape, as a user compiling for that shape
     # gets (by default torch.compile turns dynamic at the second shape: slower kernels, flattering speedups)
     compile_args = ", dynamic=False" + (f", mode={mode!r}" if mode else "")

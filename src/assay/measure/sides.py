@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import torch
 
-from assay.measure.baselines import baseline_source
+from assay.measure.baselines import baseline_source, compile_mode
 from assay.measure.timing import Flusher, block_for, cold_samples, cpu_threads, null_escapes
 from assay.sandbox.process import Worker, WorkerDied
 from assay.task.spec import Task, parse_dtype
@@ -109,8 +109,7 @@ def local_fn(task: Task, case: Case, device: str, name: str) -> Callable[..., An
         eager = task.reference
     if name == "eager":
         return eager
-    mode = name.split(":", 1)[1] if ":" in name else None
-    return torch.compile(copy.deepcopy(eager) if isinstance(eager, torch.nn.Module) else eager, mode=mode,
+    return torch.compile(copy.deepcopy(eager) if isinstance(eager, torch.nn.Module) else eager, mode=compile_mode(name),
                          dynamic=False)  # specialised per shape, as baselines.baseline_source
 
 

@@ -120,7 +120,8 @@ def run_timing(task: Task, worker: Worker, device: str, secret: bytes, cfg: Timi
     stage.evidence = {"l2_persisting": l2, "null_escape_s": null[0], "device": device,
                       "timer": "cuda events, cold L2, blocking spin before each call" if device == "cuda"
                       else "cpu perf_counter",
-                      "baseline_process": cfg.baseline_process, "flush": cfg.flush, "cpu_threads": threads, "notes": sorted(set(notes)),
+                      "baseline_process": cfg.baseline_process, "flush": cfg.flush, "cpu_threads": threads,
+                      "notes": sorted(set(notes)),
                       "shapes": shapes, "ceilings": {"copy_bandwidth": ceilings.copy_bandwidth,
                                                      "matmul_flops": ceilings.matmul_flops},
                       "clocks_start": env_start, "clocks_end": env_end}
@@ -168,6 +169,17 @@ def _round_value(times: list[float], escapes: list[float], null: tuple[float, fl
     return statistics.median(times) + charged, excess
 
 
+def _side_failed(is_candidate: bool, name: str, when: str, r: dict[str, Any], stage: StageResult,
+                 result: dict[str, Any]) -> dict[str, Any]:
+    """A side's ``time`` request failed: the candidate is rejected (robustness), a baseline (trusted
+    code, not the candidate's fault) raises ``BaselineFailed``."""
+    if not is_candidate:
+        raise BaselineFailed(name, f"baseline {name} failed {when}: {r.get('error')}")
+    stage.findings.append(Finding(category=Category.robustness, rejects=True,
+                                  message=f"candidate raised while timed: {r.get('error')}"))
+    return result
+
+
 def _time_shape(task: Task, case: Case, weight: float, sides: list[Side], device: str, secret: bytes,
                 cfg: TimingConfig, ceilings: roofline.Ceilings, stage: StageResult,
                 null: tuple[float, float] = (0.0, 0.0), cache_dir: Any = None) -> dict[str, Any]:
@@ -188,11 +200,7 @@ def _time_shape(task: Task, case: Case, weight: float, sides: list[Side], device
         w0 = time.monotonic()
         r = s.time(cfg.warmup, 0, None, None, calibrate=True)
         if not r.get("ok"):
-            if s is cand:
-                stage.findings.append(Finding(category=Category.robustness, rejects=True,
-                                              message=f"candidate raised while timed: {r.get('error')}"))
-                return result
-            raise BaselineFailed(s.name, f"baseline {s.name} failed in warm-up: {r.get('error')}")
+            return _side_failed(s is cand, s.name, "in warm-up", r, stage, result)
         result["warmup_s"][s.name] = time.monotonic() - w0  # for compile: the compile time
         result["block_s"][s.name] = r.get("block_s")
     stops = {s.name: stats.AdaptiveStop(min_samples=cfg.min_samples, min_time=cfg.min_time, max_time=cfg.max_time,
@@ -222,11 +230,7 @@ def _time_shape(task: Task, case: Case, weight: float, sides: list[Side], device
             r = s.time(per_round, start_i, refresh, sample)
             outside = time.perf_counter() - e0
             if not r.get("ok"):
-                if s is cand:
-                    stage.findings.append(Finding(category=Category.robustness, rejects=True,
-                                                  message=f"candidate raised while timed: {r.get('error')}"))
-                    return result
-                raise BaselineFailed(s.name, f"baseline {s.name} failed while timed: {r.get('error')}")
+                return _side_failed(s is cand, s.name, "while timed", r, stage, result)
             times = [float(t) for t in r["times"]]
             escapes = [float(e) for e in r.get("escapes") or [0.0] * len(times)]
             wnull = tuple(float(v) for v in (r.get("null_escape") or null))

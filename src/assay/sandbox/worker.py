@@ -249,7 +249,7 @@ def _time(st: _State, req: dict[str, Any]) -> dict[str, Any]:
             st.l2_reset = timing.reset_persisting_l2()
         if req.get("calibrate"):
             st.block_s = timing.block_for(st.fn, st.sets, st.device)
-        with timing.cpu_threads(int(req.get("threads") or 0) if st.device == "cpu" else 0):
+        with timing.cpu_threads(int(req.get("threads") or 0)):  # the stage sends threads on the CPU only
             times, escapes, out = timing.cold_samples(st.fn, st.sets, int(req["n"]), st.device, st.flusher,
                                                       start_index=int(req.get("start", 0)), block_s=st.block_s)
         # the empty call's round trip measured now, under the same conditions as this round's samples
